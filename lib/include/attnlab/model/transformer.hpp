@@ -1,0 +1,90 @@
+// Decoder-only pre-norm transformer of SPEC §3:
+//   x = embed(tokens) [+ pos]
+//   per block: x += o(Attn(rope(q(n)), rope(k(n)), v(n))), n = RMSNorm(x)
+//              x += MLP(RMSNorm(x))
+//   logits = head(RMSNorm(x)) at answer positions only (the loss ignores the rest).
+// Parameters and their gradients are flat buffers (param_layout); activations
+// are sized once by reserve(B, T) and reused, so a training step allocates
+// nothing in the layers.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "attnlab/attention/attention.hpp"
+#include "attnlab/model/params.hpp"
+#include "attnlab/ops/ops.hpp"
+#include "attnlab/spec/run_config.hpp"
+
+namespace attnlab {
+
+template <class T>
+class transformer {
+public:
+    transformer(const model_config& m, const attention_config& a, int vocab, int max_T);
+
+    const model_config& config() const { return m_; }
+    const param_layout& layout() const { return layout_; }
+    int vocab() const { return V_; }
+    int max_T() const { return max_T_; }
+
+    std::vector<T> params;  // flat, layout()
+    std::vector<T> grads;   // same layout
+
+    // Draws the SPEC §3 initialisation from `seed`.
+    void init_params(std::uint64_t seed);
+    // Sizes the activation buffers for batches of up to B x T.
+    void reserve(int B, int Tn);
+
+    // tokens, targets (B, T); returns the mean cross-entropy over answer
+    // positions (targets != no_target), 0 if there are none.
+    T forward(const std::int32_t* tokens, const std::int32_t* targets, int B, int Tn);
+    // grads += d(mean loss)/d(params) for the last forward.
+    void backward();
+    void zero_grad();
+
+    // Of the last forward, in row order of the (B, T) batch:
+    const std::vector<int>& answer_rows() const { return ans_rows_; }          // (A) row index b*T + t
+    const std::vector<std::int32_t>& predictions() const { return ans_pred_; } // (A) argmax token
+    const std::vector<T>& answer_losses() const { return losses_; }            // (A) cross-entropy
+
+private:
+    struct layer_acts {
+        std::vector<T> ln1, rstd1;           // (N, C), (N)
+        std::vector<T> q_raw, k_raw;         // (N, C) before rope (rope only)
+        std::vector<T> q, k, v;              // (N, C)
+        attention_cache<T> att_cache;
+        std::vector<T> att;                  // (N, C) head outputs, before o
+        std::vector<T> mid;                  // (N, C) x after the attention residual
+        std::vector<T> ln2, rstd2;           // (N, C), (N)
+        std::vector<T> fc_gate, fc_up, act;  // (N, F)
+    };
+
+    const T* p(std::size_t off) const { return params.data() + off; }
+    T* g(std::size_t off) { return grads.data() + off; }
+    bool uses_rope() const { return m_.position == position_kind::rope; }
+
+    model_config m_;
+    int V_, max_T_, C_, NH_, HS_, F_;
+    model_offsets off_;     // filled by build_param_layout: declared before layout_
+    param_layout layout_;
+    attention_layer<T> attn_;
+    std::unique_ptr<rope_tables<T>> rope_;
+
+    // activations of the last forward (B_, T_)
+    int B_ = 0, T_ = 0, cap_B_ = 0, cap_T_ = 0;
+    const std::int32_t* tokens_ = nullptr;
+    std::vector<std::vector<T>> x_;       // L+1 residual streams (N, C); x_[l] enters block l
+    std::vector<layer_acts> acts_;        // per layer
+    std::vector<T> lnf_, rstdf_;          // (N, C), (N)
+    std::vector<int> ans_rows_;           // (A)
+    std::vector<std::int32_t> ans_tgt_, ans_pred_;  // (A)
+    std::vector<T> lnf_ans_, logits_, probs_, losses_;  // (A, C), (A, V), (A, V), (A)
+
+    // backward scratch
+    std::vector<T> dres_, dln_, dq_, dk_, dv_, dq_raw_, dk_raw_, datt_;  // (N, C)
+    std::vector<T> dfc_gate_, dfc_up_, dact_;                            // (N, F)
+    std::vector<T> dlnf_ans_, dlogits_;                                  // (A, C), (A, V)
+};
+
+}  // namespace attnlab

@@ -1,0 +1,77 @@
+// The layers of the model (SPEC §3) as plain forward/backward pairs, in the
+// style of llm.c: outputs first, then caches, then inputs, then parameters,
+// then sizes. Every backward ACCUMULATES (+=) into all of its gradient
+// outputs (inputs and parameters alike): callers zero the buffers once per
+// step and residual branches add up for free.
+// Templated on the scalar: float for training, double for gradient checks.
+// Parallelism: Eigen threads the matrix products itself (linear_*); the
+// row-wise ops here are OpenMP loops over rows when the work is large.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace attnlab {
+
+// out (N, C) = wte[tokens[n]] + wpe[n % T] (wpe may be null: no learned positions)
+template <class T>
+void embedding_forward(T* out, const std::int32_t* tokens, const T* wte, const T* wpe,
+                       int B, int Tn, int C);
+template <class T>
+void embedding_backward(T* dwte, T* dwpe, const T* dout, const std::int32_t* tokens,
+                        int B, int Tn, int C);
+
+// out (N, C) = inp * rstd * weight, rstd (N) = 1 / sqrt(mean(inp^2) + eps)
+template <class T>
+void rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight, int N, int C, T eps);
+template <class T>
+void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* rstd,
+                      const T* weight, int N, int C);
+
+// out (N, OC) = inp (N, C) @ weight^T (weight (OC, C), PyTorch layout) + bias (OC; may be null)
+template <class T>
+void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int N, int C, int OC);
+template <class T>
+void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
+                     const T* weight, int N, int C, int OC);
+
+// Rotary position embedding, rotate-half convention, base 10000, positions
+// 0..T-1 within each sequence. Tables are (T, HS/2) cos and sin.
+template <class T>
+struct rope_tables {
+    int max_T = 0, half = 0;
+    std::vector<T> cos, sin;  // (max_T, HS/2)
+    rope_tables(int max_T, int HS);
+};
+// out (N, C) = rope(inp) per head
+template <class T>
+void rope_forward(T* out, const T* inp, const rope_tables<T>& tab, int B, int Tn, int NH, int HS);
+template <class T>
+void rope_backward(T* dinp, const T* dout, const rope_tables<T>& tab, int B, int Tn, int NH, int HS);
+
+// out (N, F) = silu(gate) * up
+template <class T>
+void swiglu_forward(T* out, const T* gate, const T* up, int N, int F);
+template <class T>
+void swiglu_backward(T* dgate, T* dup, const T* dout, const T* gate, const T* up, int N, int F);
+
+// out (n) = gelu(inp), exact: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2))
+template <class T>
+void gelu_forward(T* out, const T* inp, long n);
+template <class T>
+void gelu_backward(T* dinp, const T* dout, const T* inp, long n);
+
+// out (n) += inp (n)
+template <class T>
+void add_inplace(T* out, const T* inp, long n);
+
+// Softmax cross-entropy on A answer rows. probs (A, V) and losses (A) are
+// caches; returns the mean loss over the A rows.
+template <class T>
+T cross_entropy_forward(T* probs, T* losses, const T* logits, const std::int32_t* targets,
+                        int A, int V);
+// dlogits (A, V) += scale * (probs - onehot(target)); scale is dloss per row (1/A for a mean).
+template <class T>
+void cross_entropy_backward(T* dlogits, const T* probs, const std::int32_t* targets, T scale,
+                            int A, int V);
+
+}  // namespace attnlab

@@ -1,0 +1,91 @@
+// One fully resolved run configuration (SPEC §3-§5): what a spec's `base`
+// becomes after a sweep point, a seed and --set overrides are applied and
+// every key has been checked. Defaults here are the documented defaults
+// (docs/spec-reference.md); the loader fills every field.
+#pragma once
+#include <optional>
+#include <string>
+
+namespace attnlab {
+
+enum class task_kind { copy, lookup };
+enum class position_kind { rope, learned, none };
+enum class mlp_kind { swiglu, gelu, none };
+enum class numerator_kind { exp, taylor, linear, elu1, relu, cosine };
+enum class denominator_kind { softmax, norm, rmsnorm, layernorm, gate, length, none };
+enum class schedule_kind { cosine, constant };
+
+struct task_config {
+    task_kind kind = task_kind::lookup;
+    int vocab = 64;              // copy: content tokens (ids 1..vocab); lookup: model vocabulary V
+    // lookup (MQAR, zoology recipe)
+    int seq_len = 32;            // T, even, V > T
+    int pairs = 4;               // P, 4P <= T
+    double power_a = 0.01;       // query-gap distribution exponent
+    bool random_filler = false;  // non-query slots: 0, or random tokens
+    // copy
+    int min_len = 0;             // 0 in a spec means "= max_len"; resolved by the loader
+    int max_len = 16;
+    int test_min_len = 0;        // resolved: defaults to min_len
+    int test_max_len = 0;        // resolved: defaults to max_len
+    // both
+    int test_examples = 256;
+    int train_examples = 0;      // 0: fresh batches every step; > 0: a fixed pool
+};
+
+struct model_config {
+    int layers = 2;
+    int d_model = 64;
+    int heads = 2;
+    mlp_kind mlp = mlp_kind::swiglu;
+    int mlp_hidden = 0;          // resolved: swiglu default 8/3*d_model rounded up to a multiple of 8
+    position_kind position = position_kind::rope;
+};
+
+struct attention_config {
+    numerator_kind numerator = numerator_kind::exp;
+    int order = 0;                        // taylor only (n >= 1)
+    std::optional<double> clamp;          // score kernels only: s -> min(s, clamp)
+    denominator_kind denominator = denominator_kind::softmax;
+    bool in_gate = false;
+    bool out_gate = false;
+    bool detach_denominator = false;      // softmax only
+    double eps = 1e-6;
+};
+
+struct train_config {
+    int steps = 1000;
+    int batch = 32;
+    double lr = 3e-3;
+    double min_lr = 0.0;
+    int warmup = 100;
+    schedule_kind schedule = schedule_kind::cosine;
+    double weight_decay = 0.1;
+    double clip = 1.0;            // global-norm clip; 0 disables
+    int eval_every = 100;
+};
+
+struct run_config {
+    int seed = 0;
+    task_config task;
+    model_config model;
+    attention_config attention;
+    train_config train;
+};
+
+// Names of enum values as they are written in YAML.
+const char* to_string(task_kind v);
+const char* to_string(position_kind v);
+const char* to_string(mlp_kind v);
+const char* to_string(numerator_kind v);
+const char* to_string(denominator_kind v);
+const char* to_string(schedule_kind v);
+
+// Derived sizes every module agrees on.
+int model_vocab_size(const task_config& t);   // copy: vocab + 2 (pad 0, SEP vocab+1); lookup: vocab
+int train_seq_len(const task_config& t);      // input length T of training batches
+int test_seq_len(const task_config& t);       // input length T of the test set
+int max_seq_len(const task_config& t);        // longest input (sizes the learned position table)
+int resolved_mlp_hidden(const model_config& m);
+
+}  // namespace attnlab

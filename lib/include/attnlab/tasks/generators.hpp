@@ -1,0 +1,70 @@
+// Per-example generators of the synthetic tasks (SPEC §4) and the one task
+// class built on them. A generator writes one example, a row of T input ids
+// and T targets (no_target off the answer positions), drawing only from the
+// project rng so data is identical on every platform.
+//
+// generated_task owns the split logic shared by all tasks: the training
+// stream from derive_seed(seed, stream_train), either fresh examples on every
+// call or, when train_examples > 0, a pool of train_examples examples (the
+// first train_examples examples of that same stream, made once) from which
+// batches draw uniformly with replacement; and the test set of test_examples
+// examples from derive_seed(seed, stream_test), made once in the constructor.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "attnlab/spec/run_config.hpp"
+#include "attnlab/tasks/task.hpp"
+#include "attnlab/util/rng.hpp"
+
+namespace attnlab {
+
+// copy: x_1..x_n SEP x_1..x_n, then pad 0, x_i uniform in 1..vocab,
+// SEP = vocab + 1, n uniform in [min_len, max_len]; the row is the input
+// seq[:-1] of a sequence of T + 1 tokens, T >= 2 * max_len. Targets seq[1:]
+// at the answer positions n .. 2n-1 (the second copy), no_target elsewhere.
+void copy_example(std::int32_t* tokens, std::int32_t* targets, int T,
+                  int vocab, int min_len, int max_len, rng& r);
+
+// lookup (MQAR): zoology's multiquery_ar recipe for one example of length T
+// with vocabulary V and P pairs; see lib/src/tasks/lookup.cpp.
+void lookup_example(std::int32_t* tokens, std::int32_t* targets, int T,
+                    int V, int P, double power_a, bool random_filler, rng& r);
+
+// Unnormalised weights (g+1)^(power_a-1), g = 0..space-1, of the query slots.
+std::vector<double> lookup_slot_weights(int space, double power_a);
+
+// One row: writes T tokens and T targets.
+using example_fn = std::function<void(std::int32_t* tokens, std::int32_t* targets, rng& r)>;
+
+struct example_split {
+    int T = 0;
+    example_fn fill;
+};
+
+class generated_task final : public task {
+public:
+    generated_task(int vocab_size, example_split train, example_split test,
+                   int train_examples, int test_examples, std::uint64_t seed);
+
+    int vocab_size() const override { return vocab_size_; }
+    int train_seq_len() const override { return train_.T; }
+    int test_seq_len() const override { return test_.T; }
+    void next_train_batch(batch& out, int B) override;
+    const batch& test_set() const override { return test_set_; }
+
+private:
+    int vocab_size_;
+    example_split train_;
+    example_split test_;
+    rng train_rng_;
+    batch pool_;      // (train_examples, T_train); empty when streaming fresh
+    batch test_set_;  // (test_examples, T_test)
+};
+
+std::unique_ptr<task> make_copy_task(const task_config& cfg, std::uint64_t seed);
+std::unique_ptr<task> make_lookup_task(const task_config& cfg, std::uint64_t seed);
+
+}  // namespace attnlab

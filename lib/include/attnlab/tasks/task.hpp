@@ -1,0 +1,51 @@
+// Synthetic tasks (SPEC §4). A task turns a seed into a stream of training
+// batches and a fixed test set from a disjoint seed. Each example is an input
+// sequence and, at each position, either the target token (an answer
+// position) or no_target; loss and accuracy count answer positions only.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "attnlab/spec/run_config.hpp"
+
+namespace attnlab {
+
+inline constexpr std::int32_t no_target = -1;
+
+// Stream tags for derive_seed: the training stream and the test set of one
+// run seed are drawn from these two disjoint streams.
+inline constexpr std::uint64_t stream_train = 1;
+inline constexpr std::uint64_t stream_test = 2;
+
+// B examples of length T, row-major (B, T).
+struct batch {
+    int B = 0;
+    int T = 0;
+    std::vector<std::int32_t> tokens;   // (B, T) input ids in [0, vocab_size)
+    std::vector<std::int32_t> targets;  // (B, T) target id, or no_target
+
+    void resize(int b, int t) {
+        B = b; T = t;
+        tokens.assign(static_cast<size_t>(b) * t, 0);
+        targets.assign(static_cast<size_t>(b) * t, no_target);
+    }
+};
+
+class task {
+public:
+    virtual ~task() = default;
+    virtual int vocab_size() const = 0;      // model vocabulary
+    virtual int train_seq_len() const = 0;   // T of training batches
+    virtual int test_seq_len() const = 0;    // T of the test set
+    // Fill `out` with the next B training examples of the stream.
+    virtual void next_train_batch(batch& out, int B) = 0;
+    // The fixed test set (test_examples examples), generated once.
+    virtual const batch& test_set() const = 0;
+};
+
+// Training stream seeded from derive_seed(seed, stream_train), test set from
+// derive_seed(seed, stream_test): disjoint by construction.
+std::unique_ptr<task> make_task(const task_config& cfg, std::uint64_t seed);
+
+}  // namespace attnlab

@@ -1,0 +1,21 @@
+// Typed errors of the library. main maps them to exit codes:
+// config_error -> 2 (bad input), everything else -> 1.
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace attnlab {
+
+// Bad user input: a spec file, a --set override, a command-line value.
+// The message already names the file, the line and the dotted key path
+// ("spec.yaml:12: base.train.lr: expected a number > 0, got 'fast'").
+struct config_error : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// A file could not be read or written, or is malformed (checkpoints, CSV).
+struct io_error : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+}  // namespace attnlab

@@ -1,0 +1,58 @@
+// Parameter names, shapes and init rules of SPEC §3.
+#include "attnlab/model/params.hpp"
+
+#include <stdexcept>
+
+namespace attnlab {
+
+std::size_t param_layout::add(std::string name, std::vector<int> shape, param_init init,
+                              bool decay) {
+    std::size_t size = 1;
+    for (int d : shape) size *= static_cast<std::size_t>(d);
+    tensors_.push_back({std::move(name), std::move(shape), total_, size, init, decay});
+    total_ += size;
+    return tensors_.back().offset;
+}
+
+const param_tensor& param_layout::find(const std::string& name) const {
+    for (const auto& t : tensors_)
+        if (t.name == name) return t;
+    throw std::out_of_range("no parameter named " + name);
+}
+
+param_layout build_param_layout(const model_config& m, const attention_config&, int V,
+                                int T_max, model_offsets& off) {
+    param_layout p;
+    const int D = m.d_model, F = resolved_mlp_hidden(m);
+    off = model_offsets{};
+    off.embed = p.add("embed.weight", {V, D}, param_init::normal, true);
+    if (m.position == position_kind::learned)
+        off.pos = p.add("pos.weight", {T_max, D}, param_init::normal, true);
+    for (int i = 0; i < m.layers; ++i) {
+        const std::string b = "blocks." + std::to_string(i) + ".";
+        block_offsets bo;
+        bo.attn_norm = p.add(b + "attn_norm.weight", {D}, param_init::ones, false);
+        bo.q = p.add(b + "attn.q.weight", {D, D}, param_init::normal, true);
+        bo.k = p.add(b + "attn.k.weight", {D, D}, param_init::normal, true);
+        bo.v = p.add(b + "attn.v.weight", {D, D}, param_init::normal, true);
+        bo.o = p.add(b + "attn.o.weight", {D, D}, param_init::normal_residual, true);
+        if (m.mlp != mlp_kind::none)
+            bo.mlp_norm = p.add(b + "mlp_norm.weight", {D}, param_init::ones, false);
+        if (m.mlp == mlp_kind::swiglu) {
+            bo.mlp_gate = p.add(b + "mlp.gate.weight", {F, D}, param_init::normal, true);
+            bo.mlp_up = p.add(b + "mlp.up.weight", {F, D}, param_init::normal, true);
+            bo.mlp_down = p.add(b + "mlp.down.weight", {D, F}, param_init::normal_residual, true);
+        } else if (m.mlp == mlp_kind::gelu) {
+            bo.mlp_up = p.add(b + "mlp.up.weight", {F, D}, param_init::normal, true);
+            bo.mlp_up_bias = p.add(b + "mlp.up.bias", {F}, param_init::zeros, false);
+            bo.mlp_down = p.add(b + "mlp.down.weight", {D, F}, param_init::normal_residual, true);
+            bo.mlp_down_bias = p.add(b + "mlp.down.bias", {D}, param_init::zeros, false);
+        }
+        off.blocks.push_back(bo);
+    }
+    off.norm = p.add("norm.weight", {D}, param_init::ones, false);
+    off.head = p.add("head.weight", {V, D}, param_init::normal, true);
+    return p;
+}
+
+}  // namespace attnlab

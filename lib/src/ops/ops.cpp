@@ -1,0 +1,267 @@
+// Forward/backward of the model's layers (SPEC §3). Derivations are given
+// beside each backward; all backwards accumulate into their outputs.
+#include "attnlab/ops/ops.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "attnlab/util/shapes.hpp"
+
+namespace attnlab {
+
+namespace {
+// Row-wise loops go parallel only when the work pays for the threads.
+constexpr long parallel_threshold = 1L << 15;
+}  // namespace
+
+template <class T>
+void embedding_forward(T* out, const std::int32_t* tokens, const T* wte, const T* wpe,
+                       int B, int Tn, int C) {
+    const long N = static_cast<long>(B) * Tn;
+#pragma omp parallel for if (N * C > parallel_threshold)
+    for (long n = 0; n < N; ++n) {
+        const T* e = wte + static_cast<long>(tokens[n]) * C;
+        T* o = out + n * C;
+        if (wpe) {
+            const T* p = wpe + (n % Tn) * C;
+            for (int c = 0; c < C; ++c) o[c] = e[c] + p[c];
+        } else {
+            for (int c = 0; c < C; ++c) o[c] = e[c];
+        }
+    }
+}
+
+template <class T>
+void embedding_backward(T* dwte, T* dwpe, const T* dout, const std::int32_t* tokens,
+                        int B, int Tn, int C) {
+    // Serial: rows scatter into shared embedding rows.
+    const long N = static_cast<long>(B) * Tn;
+    for (long n = 0; n < N; ++n) {
+        const T* d = dout + n * C;
+        T* e = dwte + static_cast<long>(tokens[n]) * C;
+        for (int c = 0; c < C; ++c) e[c] += d[c];
+        if (dwpe) {
+            T* p = dwpe + (n % Tn) * C;
+            for (int c = 0; c < C; ++c) p[c] += d[c];
+        }
+    }
+}
+
+template <class T>
+void rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight, int N, int C, T eps) {
+#pragma omp parallel for if (static_cast<long>(N) * C > parallel_threshold)
+    for (int n = 0; n < N; ++n) {
+        const T* x = inp + static_cast<long>(n) * C;
+        T ss = 0;
+        for (int c = 0; c < C; ++c) ss += x[c] * x[c];
+        const T r = T(1) / std::sqrt(ss / C + eps);
+        rstd[n] = r;
+        T* o = out + static_cast<long>(n) * C;
+        for (int c = 0; c < C; ++c) o[c] = x[c] * r * weight[c];
+    }
+}
+
+// y_c = x_c r w_c, r = (mean(x^2) + eps)^(-1/2), dr/dx_c = -r^3 x_c / C.
+// dx_c = r w_c dy_c - (r^3 / C) x_c sum_k(dy_k w_k x_k);  dw_c = sum_n dy_c x_c r.
+template <class T>
+void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* rstd,
+                      const T* weight, int N, int C) {
+#pragma omp parallel for if (static_cast<long>(N) * C > parallel_threshold)
+    for (int n = 0; n < N; ++n) {
+        const T* x = inp + static_cast<long>(n) * C;
+        const T* dy = dout + static_cast<long>(n) * C;
+        T* dx = dinp + static_cast<long>(n) * C;
+        const T r = rstd[n];
+        T dot = 0;
+        for (int c = 0; c < C; ++c) dot += dy[c] * weight[c] * x[c];
+        const T k = r * r * r * dot / C;
+        for (int c = 0; c < C; ++c) dx[c] += r * weight[c] * dy[c] - k * x[c];
+    }
+    // Parameter gradient: a column reduction, kept serial for determinism.
+    for (int n = 0; n < N; ++n) {
+        const T* x = inp + static_cast<long>(n) * C;
+        const T* dy = dout + static_cast<long>(n) * C;
+        const T r = rstd[n];
+        for (int c = 0; c < C; ++c) dweight[c] += dy[c] * x[c] * r;
+    }
+}
+
+template <class T>
+void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int N, int C, int OC) {
+    const_matrix_map<T> x(inp, N, C);         // (N, C)
+    const_matrix_map<T> w(weight, OC, C);     // (OC, C)
+    matrix_map<T> y(out, N, OC);              // (N, OC)
+    y.noalias() = x * w.transpose();
+    if (bias) y.rowwise() += Eigen::Map<const row_vector<T>>(bias, OC);
+}
+
+// dx = dy W; dW = dy^T x; db = sum_n dy.
+template <class T>
+void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
+                     const T* weight, int N, int C, int OC) {
+    const_matrix_map<T> dy(dout, N, OC);
+    const_matrix_map<T> x(inp, N, C);
+    const_matrix_map<T> w(weight, OC, C);
+    if (dinp) matrix_map<T>(dinp, N, C).noalias() += dy * w;
+    matrix_map<T>(dweight, OC, C).noalias() += dy.transpose() * x;
+    if (dbias) Eigen::Map<row_vector<T>>(dbias, OC) += dy.colwise().sum();
+}
+
+template <class T>
+rope_tables<T>::rope_tables(int max_T_, int HS) : max_T(max_T_), half(HS / 2) {
+    cos.resize(static_cast<size_t>(max_T) * half);
+    sin.resize(static_cast<size_t>(max_T) * half);
+    for (int t = 0; t < max_T; ++t)
+        for (int i = 0; i < half; ++i) {
+            // theta_i = 10000^(-2i/HS); computed in double for both scalars.
+            const double theta = std::pow(10000.0, -2.0 * i / HS);
+            cos[static_cast<size_t>(t) * half + i] = static_cast<T>(std::cos(t * theta));
+            sin[static_cast<size_t>(t) * half + i] = static_cast<T>(std::sin(t * theta));
+        }
+}
+
+// Rotate-half: for i < HS/2, pair (x_i, x_{i+HS/2}):
+//   y_i = x_i cos - x_{i+h} sin,  y_{i+h} = x_{i+h} cos + x_i sin.
+template <class T>
+void rope_forward(T* out, const T* inp, const rope_tables<T>& tab, int B, int Tn, int NH, int HS) {
+    const int h2 = HS / 2, C = NH * HS;
+    const long N = static_cast<long>(B) * Tn;
+#pragma omp parallel for if (N * C > parallel_threshold)
+    for (long n = 0; n < N; ++n) {
+        const T* cs = tab.cos.data() + (n % Tn) * h2;
+        const T* sn = tab.sin.data() + (n % Tn) * h2;
+        for (int h = 0; h < NH; ++h) {
+            const T* x = inp + n * C + h * HS;
+            T* y = out + n * C + h * HS;
+            for (int i = 0; i < h2; ++i) {
+                const T a = x[i], b = x[i + h2];
+                y[i] = a * cs[i] - b * sn[i];
+                y[i + h2] = b * cs[i] + a * sn[i];
+            }
+        }
+    }
+}
+
+// The rotation's transpose: dx_i = dy_i cos + dy_{i+h} sin, dx_{i+h} = dy_{i+h} cos - dy_i sin.
+template <class T>
+void rope_backward(T* dinp, const T* dout, const rope_tables<T>& tab, int B, int Tn, int NH, int HS) {
+    const int h2 = HS / 2, C = NH * HS;
+    const long N = static_cast<long>(B) * Tn;
+#pragma omp parallel for if (N * C > parallel_threshold)
+    for (long n = 0; n < N; ++n) {
+        const T* cs = tab.cos.data() + (n % Tn) * h2;
+        const T* sn = tab.sin.data() + (n % Tn) * h2;
+        for (int h = 0; h < NH; ++h) {
+            const T* dy = dout + n * C + h * HS;
+            T* dx = dinp + n * C + h * HS;
+            for (int i = 0; i < h2; ++i) {
+                dx[i] += dy[i] * cs[i] + dy[i + h2] * sn[i];
+                dx[i + h2] += dy[i + h2] * cs[i] - dy[i] * sn[i];
+            }
+        }
+    }
+}
+
+template <class T>
+static inline T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
+
+template <class T>
+void swiglu_forward(T* out, const T* gate, const T* up, int N, int F) {
+    const long n = static_cast<long>(N) * F;
+#pragma omp parallel for if (n > parallel_threshold)
+    for (long i = 0; i < n; ++i) out[i] = gate[i] * sigmoid(gate[i]) * up[i];
+}
+
+// silu(g) = g s(g); silu'(g) = s(g) (1 + g (1 - s(g))).
+template <class T>
+void swiglu_backward(T* dgate, T* dup, const T* dout, const T* gate, const T* up, int N, int F) {
+    const long n = static_cast<long>(N) * F;
+#pragma omp parallel for if (n > parallel_threshold)
+    for (long i = 0; i < n; ++i) {
+        const T g = gate[i], s = sigmoid(g);
+        dup[i] += dout[i] * g * s;
+        dgate[i] += dout[i] * up[i] * s * (T(1) + g * (T(1) - s));
+    }
+}
+
+template <class T>
+void gelu_forward(T* out, const T* inp, long n) {
+    constexpr T inv_sqrt2 = T(0.70710678118654752440);
+#pragma omp parallel for if (n > parallel_threshold)
+    for (long i = 0; i < n; ++i) out[i] = T(0.5) * inp[i] * (T(1) + std::erf(inp[i] * inv_sqrt2));
+}
+
+// gelu'(x) = Phi(x) + x phi(x), phi the standard normal density.
+template <class T>
+void gelu_backward(T* dinp, const T* dout, const T* inp, long n) {
+    constexpr T inv_sqrt2 = T(0.70710678118654752440);
+    constexpr T inv_sqrt2pi = T(0.39894228040143267794);
+#pragma omp parallel for if (n > parallel_threshold)
+    for (long i = 0; i < n; ++i) {
+        const T x = inp[i];
+        const T cdf = T(0.5) * (T(1) + std::erf(x * inv_sqrt2));
+        const T pdf = inv_sqrt2pi * std::exp(T(-0.5) * x * x);
+        dinp[i] += dout[i] * (cdf + x * pdf);
+    }
+}
+
+template <class T>
+void add_inplace(T* out, const T* inp, long n) {
+#pragma omp parallel for if (n > parallel_threshold)
+    for (long i = 0; i < n; ++i) out[i] += inp[i];
+}
+
+template <class T>
+T cross_entropy_forward(T* probs, T* losses, const T* logits, const std::int32_t* targets,
+                        int A, int V) {
+    double total = 0;
+#pragma omp parallel for reduction(+ : total) if (static_cast<long>(A) * V > parallel_threshold)
+    for (int a = 0; a < A; ++a) {
+        const T* z = logits + static_cast<long>(a) * V;
+        T* p = probs + static_cast<long>(a) * V;
+        T mx = -std::numeric_limits<T>::infinity();
+        for (int v = 0; v < V; ++v) mx = z[v] > mx ? z[v] : mx;
+        T sum = 0;
+        for (int v = 0; v < V; ++v) sum += (p[v] = std::exp(z[v] - mx));
+        for (int v = 0; v < V; ++v) p[v] /= sum;
+        // -log softmax(z)_y = log(sum) + mx - z_y, accurate even when p_y underflows.
+        losses[a] = std::log(sum) + mx - z[targets[a]];
+        total += losses[a];
+    }
+    return A > 0 ? static_cast<T>(total / A) : T(0);
+}
+
+template <class T>
+void cross_entropy_backward(T* dlogits, const T* probs, const std::int32_t* targets, T scale,
+                            int A, int V) {
+#pragma omp parallel for if (static_cast<long>(A) * V > parallel_threshold)
+    for (int a = 0; a < A; ++a) {
+        const T* p = probs + static_cast<long>(a) * V;
+        T* d = dlogits + static_cast<long>(a) * V;
+        for (int v = 0; v < V; ++v) d[v] += scale * p[v];
+        d[targets[a]] -= scale;
+    }
+}
+
+#define ATTNLAB_INSTANTIATE_OPS(T)                                                                 \
+    template void embedding_forward<T>(T*, const std::int32_t*, const T*, const T*, int, int, int); \
+    template void embedding_backward<T>(T*, T*, const T*, const std::int32_t*, int, int, int);     \
+    template void rmsnorm_forward<T>(T*, T*, const T*, const T*, int, int, T);                     \
+    template void rmsnorm_backward<T>(T*, T*, const T*, const T*, const T*, const T*, int, int);   \
+    template void linear_forward<T>(T*, const T*, const T*, const T*, int, int, int);              \
+    template void linear_backward<T>(T*, T*, T*, const T*, const T*, const T*, int, int, int);     \
+    template struct rope_tables<T>;                                                                \
+    template void rope_forward<T>(T*, const T*, const rope_tables<T>&, int, int, int, int);        \
+    template void rope_backward<T>(T*, const T*, const rope_tables<T>&, int, int, int, int);       \
+    template void swiglu_forward<T>(T*, const T*, const T*, int, int);                             \
+    template void swiglu_backward<T>(T*, T*, const T*, const T*, const T*, int, int);              \
+    template void gelu_forward<T>(T*, const T*, long);                                             \
+    template void gelu_backward<T>(T*, const T*, const T*, long);                                  \
+    template void add_inplace<T>(T*, const T*, long);                                              \
+    template T cross_entropy_forward<T>(T*, T*, const T*, const std::int32_t*, int, int);          \
+    template void cross_entropy_backward<T>(T*, const T*, const std::int32_t*, T, int, int);
+
+ATTNLAB_INSTANTIATE_OPS(float)
+ATTNLAB_INSTANTIATE_OPS(double)
+
+}  // namespace attnlab

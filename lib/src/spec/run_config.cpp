@@ -1,0 +1,86 @@
+// Enum names and derived sizes of a run configuration (SPEC §3, §4).
+#include "attnlab/spec/run_config.hpp"
+
+#include <algorithm>
+
+namespace attnlab {
+
+const char* to_string(task_kind v) {
+    switch (v) {
+        case task_kind::copy: return "copy";
+        case task_kind::lookup: return "lookup";
+    }
+    return "?";
+}
+const char* to_string(position_kind v) {
+    switch (v) {
+        case position_kind::rope: return "rope";
+        case position_kind::learned: return "learned";
+        case position_kind::none: return "none";
+    }
+    return "?";
+}
+const char* to_string(mlp_kind v) {
+    switch (v) {
+        case mlp_kind::swiglu: return "swiglu";
+        case mlp_kind::gelu: return "gelu";
+        case mlp_kind::none: return "none";
+    }
+    return "?";
+}
+const char* to_string(numerator_kind v) {
+    switch (v) {
+        case numerator_kind::exp: return "exp";
+        case numerator_kind::taylor: return "taylor";
+        case numerator_kind::linear: return "linear";
+        case numerator_kind::elu1: return "elu1";
+        case numerator_kind::relu: return "relu";
+        case numerator_kind::cosine: return "cosine";
+    }
+    return "?";
+}
+const char* to_string(denominator_kind v) {
+    switch (v) {
+        case denominator_kind::softmax: return "softmax";
+        case denominator_kind::norm: return "norm";
+        case denominator_kind::rmsnorm: return "rmsnorm";
+        case denominator_kind::layernorm: return "layernorm";
+        case denominator_kind::gate: return "gate";
+        case denominator_kind::length: return "length";
+        case denominator_kind::none: return "none";
+    }
+    return "?";
+}
+const char* to_string(schedule_kind v) {
+    switch (v) {
+        case schedule_kind::cosine: return "cosine";
+        case schedule_kind::constant: return "constant";
+    }
+    return "?";
+}
+
+int model_vocab_size(const task_config& t) {
+    return t.kind == task_kind::copy ? t.vocab + 2 : t.vocab;
+}
+
+// copy: x_1..x_n SEP x_1..x_n padded to 2*max_len + 1 tokens; inputs drop the last.
+int train_seq_len(const task_config& t) {
+    return t.kind == task_kind::copy ? 2 * t.max_len : t.seq_len;
+}
+int test_seq_len(const task_config& t) {
+    return t.kind == task_kind::copy ? 2 * t.test_max_len : t.seq_len;
+}
+int max_seq_len(const task_config& t) { return std::max(train_seq_len(t), test_seq_len(t)); }
+
+int resolved_mlp_hidden(const model_config& m) {
+    switch (m.mlp) {
+        case mlp_kind::swiglu:
+            if (m.mlp_hidden > 0) return m.mlp_hidden;
+            return ((8 * m.d_model + 2) / 3 + 7) / 8 * 8;  // ceil(8/3 d) rounded up to 8
+        case mlp_kind::gelu: return 4 * m.d_model;
+        case mlp_kind::none: return 0;
+    }
+    return 0;
+}
+
+}  // namespace attnlab

@@ -1,0 +1,488 @@
+// Synthetic tasks (SPEC §4): structure of copy and lookup examples, the MQAR
+// query-slot distribution against exact successive-sampling probabilities,
+// every parameter reaching its generator, determinism and the fixed pool.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "attnlab/tasks/generators.hpp"
+#include "attnlab/tasks/task.hpp"
+
+using namespace attnlab;
+
+namespace {
+
+using row = std::vector<std::int32_t>;
+
+row tokens_of(const batch& b, int i) {
+    return row(b.tokens.begin() + static_cast<std::ptrdiff_t>(i) * b.T,
+               b.tokens.begin() + static_cast<std::ptrdiff_t>(i + 1) * b.T);
+}
+row targets_of(const batch& b, int i) {
+    return row(b.targets.begin() + static_cast<std::ptrdiff_t>(i) * b.T,
+               b.targets.begin() + static_cast<std::ptrdiff_t>(i + 1) * b.T);
+}
+
+task_config copy_config() {
+    task_config c;
+    c.kind = task_kind::copy;
+    c.vocab = 8;
+    c.min_len = 2;
+    c.max_len = 6;
+    c.test_min_len = 2;
+    c.test_max_len = 6;
+    c.test_examples = 64;
+    c.train_examples = 0;
+    return c;
+}
+
+task_config lookup_config() {
+    task_config c;
+    c.kind = task_kind::lookup;
+    c.vocab = 64;
+    c.seq_len = 32;
+    c.pairs = 4;
+    c.power_a = 0.01;
+    c.random_filler = false;
+    c.test_examples = 64;
+    c.train_examples = 0;
+    return c;
+}
+
+// Checks one copy example and returns its length n.
+int check_copy_example(const row& tok, const row& tgt, int vocab, int T) {
+    REQUIRE(static_cast<int>(tok.size()) == T);
+    const std::int32_t sep = vocab + 1;
+    REQUIRE(std::count(tok.begin(), tok.end(), sep) == 1);
+    const int n = static_cast<int>(std::find(tok.begin(), tok.end(), sep) - tok.begin());
+    REQUIRE(n >= 1);
+    REQUIRE(2 * n <= T);
+    for (int t = 0; t < T; ++t) {
+        INFO("position " << t << " of n = " << n);
+        if (t < n) {
+            CHECK(tok[t] >= 1);
+            CHECK(tok[t] <= vocab);
+        } else if (t > n && t <= 2 * n) {
+            CHECK(tok[t] == tok[t - n - 1]);  // second copy
+        } else if (t > 2 * n) {
+            CHECK(tok[t] == 0);  // padding
+        }
+        if (t >= n && t < 2 * n)
+            CHECK(tgt[t] == tok[t - n]);  // target x_{t-n+1}
+        else
+            CHECK(tgt[t] == no_target);
+    }
+    return n;
+}
+
+// Query positions of a lookup example: key -> position, checking structure.
+std::map<std::int32_t, int> check_lookup_example(const row& tok, const row& tgt, int V, int T, int P,
+                                                 bool random_filler) {
+    REQUIRE(static_cast<int>(tok.size()) == T);
+    std::set<std::int32_t> keys, values;
+    std::map<std::int32_t, std::int32_t> value_of;
+    for (int j = 0; j < P; ++j) {
+        const std::int32_t k = tok[2 * j], v = tok[2 * j + 1];
+        CHECK(k >= 1);
+        CHECK(k < V / 2);
+        CHECK(v >= V / 2);
+        CHECK(v < V);
+        keys.insert(k);
+        values.insert(v);
+        value_of[k] = v;
+    }
+    CHECK(static_cast<int>(keys.size()) == P);
+    CHECK(static_cast<int>(values.size()) == P);
+
+    std::map<std::int32_t, int> query_pos;
+    for (int t = 0; t < T; ++t) {
+        CHECK(tok[t] >= 0);
+        CHECK(tok[t] < V);
+        if (tgt[t] == no_target) {
+            if (t >= 2 * P && !random_filler) CHECK(tok[t] == 0);
+            continue;
+        }
+        INFO("answer at position " << t);
+        CHECK(t >= 2 * P);
+        CHECK(t % 2 == 0);
+        REQUIRE(value_of.count(tok[t]) == 1);  // a key of the context is queried
+        CHECK(tgt[t] == value_of[tok[t]]);
+        CHECK(query_pos.count(tok[t]) == 0);   // at most once
+        query_pos[tok[t]] = t;
+    }
+    CHECK(static_cast<int>(query_pos.size()) == P);  // every key exactly once
+    return query_pos;
+}
+
+// All the data a task produces in its first steps: test set and three batches.
+row data_of(const task_config& cfg, std::uint64_t seed) {
+    auto tk = make_task(cfg, seed);
+    row out(tk->test_set().tokens);
+    out.insert(out.end(), tk->test_set().targets.begin(), tk->test_set().targets.end());
+    batch b;
+    for (int step = 0; step < 3; ++step) {
+        tk->next_train_batch(b, 8);
+        out.insert(out.end(), b.tokens.begin(), b.tokens.end());
+        out.insert(out.end(), b.targets.begin(), b.targets.end());
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("copy: hand-worked example of length 1", "[tasks]") {
+    // min_len = max_len = 1: seq x SEP x, inputs [x SEP], targets [-, x].
+    task_config c = copy_config();
+    c.vocab = 5;
+    c.min_len = c.max_len = c.test_min_len = c.test_max_len = 1;
+    auto tk = make_task(c, 3);
+    batch b;
+    tk->next_train_batch(b, 4);
+    REQUIRE(b.T == 2);
+    for (int i = 0; i < 4; ++i) {
+        const row tok = tokens_of(b, i), tgt = targets_of(b, i);
+        CHECK(tok[0] >= 1);
+        CHECK(tok[0] <= 5);
+        CHECK(tok[1] == 6);
+        CHECK(tgt[0] == no_target);
+        CHECK(tgt[1] == tok[0]);
+    }
+}
+
+TEST_CASE("copy: structure, lengths and sizes", "[tasks]") {
+    task_config c = copy_config();
+    c.min_len = 3;
+    c.max_len = 9;
+    c.test_min_len = 3;
+    c.test_max_len = 9;
+    auto tk = make_task(c, 11);
+    CHECK(tk->vocab_size() == c.vocab + 2);
+    CHECK(tk->train_seq_len() == 18);
+    CHECK(tk->test_seq_len() == 18);
+    batch b;
+    tk->next_train_batch(b, 400);
+    REQUIRE(b.B == 400);
+    REQUIRE(b.T == 18);
+    std::set<int> lengths;
+    for (int i = 0; i < b.B; ++i) {
+        const int n = check_copy_example(tokens_of(b, i), targets_of(b, i), c.vocab, b.T);
+        CHECK(n >= 3);
+        CHECK(n <= 9);
+        lengths.insert(n);
+    }
+    CHECK(lengths.size() == 7);  // every length in [3, 9] occurs in 400 draws
+    const batch& ts = tk->test_set();
+    REQUIRE(ts.B == c.test_examples);
+    for (int i = 0; i < ts.B; ++i) check_copy_example(tokens_of(ts, i), targets_of(ts, i), c.vocab, ts.T);
+}
+
+TEST_CASE("copy: test lengths differ from training lengths", "[tasks]") {
+    task_config c = copy_config();
+    c.min_len = c.max_len = 4;
+    c.test_min_len = 6;
+    c.test_max_len = 10;
+    c.test_examples = 300;
+    auto tk = make_task(c, 5);
+    CHECK(tk->train_seq_len() == 8);
+    CHECK(tk->test_seq_len() == 20);
+    batch b;
+    tk->next_train_batch(b, 100);
+    REQUIRE(b.T == 8);
+    for (int i = 0; i < b.B; ++i) CHECK(check_copy_example(tokens_of(b, i), targets_of(b, i), c.vocab, b.T) == 4);
+    const batch& ts = tk->test_set();
+    REQUIRE(ts.B == 300);
+    REQUIRE(ts.T == 20);
+    std::set<int> lengths;
+    for (int i = 0; i < ts.B; ++i) {
+        const int n = check_copy_example(tokens_of(ts, i), targets_of(ts, i), c.vocab, ts.T);
+        CHECK(n >= 6);
+        CHECK(n <= 10);
+        lengths.insert(n);
+    }
+    CHECK(lengths.size() == 5);
+}
+
+TEST_CASE("copy: tokens cover exactly the vocabulary", "[tasks]") {
+    task_config c = copy_config();
+    c.vocab = 12;
+    auto tk = make_task(c, 2);
+    batch b;
+    tk->next_train_batch(b, 2000);
+    std::vector<long> count(static_cast<size_t>(c.vocab + 2), 0);
+    long content = 0;
+    for (int i = 0; i < b.B; ++i) {
+        const row tok = tokens_of(b, i), tgt = targets_of(b, i);
+        const int n = static_cast<int>(std::find(tok.begin(), tok.end(), c.vocab + 1) - tok.begin());
+        for (int t = 0; t < b.T; ++t) {
+            REQUIRE(tok[t] >= 0);
+            REQUIRE(tok[t] < tk->vocab_size());
+            if (tgt[t] != no_target) {
+                CHECK(tgt[t] >= 1);
+                CHECK(tgt[t] <= c.vocab);
+            }
+        }
+        for (int t = 0; t < n; ++t) {
+            ++count[static_cast<size_t>(tok[t])];
+            ++content;
+        }
+    }
+    CHECK(count[0] == 0);
+    CHECK(count[static_cast<size_t>(c.vocab + 1)] == 0);
+    // Uniform over 1..vocab: each share within 6 standard deviations of 1/vocab.
+    const double p = 1.0 / c.vocab;
+    const double sd = std::sqrt(p * (1 - p) / content);
+    for (int v = 1; v <= c.vocab; ++v) CHECK(std::abs(double(count[static_cast<size_t>(v)]) / content - p) < 6 * sd);
+}
+
+TEST_CASE("lookup: structure of many examples", "[tasks]") {
+    for (bool filler : {false, true}) {
+        INFO("random_filler = " << filler);
+        task_config c = lookup_config();
+        c.vocab = 128;
+        c.seq_len = 64;
+        c.pairs = 8;
+        c.random_filler = filler;
+        auto tk = make_task(c, 9);
+        CHECK(tk->vocab_size() == 128);
+        CHECK(tk->train_seq_len() == 64);
+        CHECK(tk->test_seq_len() == 64);
+        batch b;
+        tk->next_train_batch(b, 500);
+        long filler_slots = 0, filler_zero = 0;
+        double filler_sum = 0;
+        for (int i = 0; i < b.B; ++i) {
+            const row tok = tokens_of(b, i), tgt = targets_of(b, i);
+            check_lookup_example(tok, tgt, c.vocab, c.seq_len, c.pairs, filler);
+            for (int t = 2 * c.pairs; t < b.T; ++t) {
+                if (tgt[t] != no_target) continue;
+                ++filler_slots;
+                filler_zero += tok[t] == 0;
+                filler_sum += tok[t];
+            }
+        }
+        if (!filler) {
+            CHECK(filler_zero == filler_slots);
+        } else {
+            // Uniform in [0, V): mean (V-1)/2 = 63.5, sd of the mean ~ 37/sqrt(20000).
+            CHECK(std::abs(filler_sum / filler_slots - 63.5) < 2.0);
+            CHECK(filler_zero < filler_slots / 50);
+        }
+        const batch& ts = tk->test_set();
+        REQUIRE(ts.B == c.test_examples);
+        for (int i = 0; i < ts.B; ++i)
+            check_lookup_example(tokens_of(ts, i), targets_of(ts, i), c.vocab, c.seq_len, c.pairs, filler);
+    }
+}
+
+TEST_CASE("lookup: query slots follow successive sampling by (g+1)^(a-1)", "[tasks]") {
+    // Key 1 (context position 0) takes the first draw: P(g) = w_g / sum w.
+    // Key 2 takes the second: P(g) = sum_{h != g} p_h p_g / (1 - p_h).
+    for (double a : {0.01, 1.0}) {
+        INFO("power_a = " << a);
+        task_config c = lookup_config();
+        c.vocab = 256;
+        c.seq_len = 64;
+        c.pairs = 4;
+        c.power_a = a;
+        const int space = (c.seq_len - 2 * c.pairs) / 2;  // 28
+        std::vector<double> p = lookup_slot_weights(space, a);
+        double sum = 0;
+        for (double x : p) sum += x;
+        for (double& x : p) x /= sum;
+        std::vector<double> p2(static_cast<size_t>(space), 0.0);
+        for (int g = 0; g < space; ++g)
+            for (int h = 0; h < space; ++h)
+                if (h != g) p2[static_cast<size_t>(g)] += p[size_t(h)] * p[size_t(g)] / (1 - p[size_t(h)]);
+
+        auto tk = make_task(c, 21);
+        const int N = 6000;
+        batch b;
+        tk->next_train_batch(b, N);
+        std::vector<double> f1(static_cast<size_t>(space), 0.0), f2(static_cast<size_t>(space), 0.0);
+        for (int i = 0; i < N; ++i) {
+            const row tok = tokens_of(b, i);
+            const auto pos = check_lookup_example(tok, targets_of(b, i), c.vocab, c.seq_len, c.pairs, false);
+            f1[static_cast<size_t>((pos.at(tok[0]) - 2 * c.pairs) / 2)] += 1.0 / N;
+            f2[static_cast<size_t>((pos.at(tok[2]) - 2 * c.pairs) / 2)] += 1.0 / N;
+        }
+        for (int g = 0; g < space; ++g) {
+            INFO("slot " << g);
+            const double q1 = p[size_t(g)], q2 = p2[size_t(g)];
+            CHECK(std::abs(f1[size_t(g)] - q1) < 5 * std::sqrt(q1 * (1 - q1) / N) + 1e-3);
+            CHECK(std::abs(f2[size_t(g)] - q2) < 5 * std::sqrt(q2 * (1 - q2) / N) + 1e-3);
+        }
+        if (a < 0.5) {
+            // Near-1/(g+1) weights: the first slot is far likelier than the last.
+            CHECK(p[0] / p[size_t(space - 1)] > 20);
+            CHECK(f1[0] > 10 * f1[size_t(space - 1)]);
+            CHECK(f1[0] + f1[1] + f1[2] > 0.35);
+        } else {
+            CHECK(p[0] == Approx(1.0 / space));
+        }
+    }
+}
+
+TEST_CASE("tasks: every parameter reaches its generator", "[tasks]") {
+    SECTION("copy") {
+        const task_config base = copy_config();
+        const row ref = data_of(base, 1);
+        CHECK(data_of(base, 1) == ref);
+        std::vector<std::pair<const char*, task_config>> variants;
+        auto vary = [&](const char* name, auto&& edit) {
+            task_config c = base;
+            edit(c);
+            variants.emplace_back(name, c);
+        };
+        vary("vocab", [](task_config& c) { c.vocab = 9; });
+        vary("min_len", [](task_config& c) { c.min_len = 3; });
+        vary("max_len", [](task_config& c) { c.max_len = 7; });
+        vary("test_min_len", [](task_config& c) { c.test_min_len = 3; });
+        vary("test_max_len", [](task_config& c) { c.test_max_len = 8; });
+        vary("test_examples", [](task_config& c) { c.test_examples = 65; });
+        vary("train_examples", [](task_config& c) { c.train_examples = 50; });
+        for (const auto& [name, c] : variants) {
+            INFO("changed " << name);
+            CHECK(data_of(c, 1) != ref);
+        }
+        CHECK(data_of(base, 2) != ref);  // seed
+    }
+    SECTION("lookup") {
+        const task_config base = lookup_config();
+        const row ref = data_of(base, 1);
+        CHECK(data_of(base, 1) == ref);
+        std::vector<std::pair<const char*, task_config>> variants;
+        auto vary = [&](const char* name, auto&& edit) {
+            task_config c = base;
+            edit(c);
+            variants.emplace_back(name, c);
+        };
+        vary("vocab", [](task_config& c) { c.vocab = 100; });
+        vary("seq_len", [](task_config& c) { c.seq_len = 40; });
+        vary("pairs", [](task_config& c) { c.pairs = 6; });
+        vary("power_a", [](task_config& c) { c.power_a = 1.0; });
+        vary("random_filler", [](task_config& c) { c.random_filler = true; });
+        vary("test_examples", [](task_config& c) { c.test_examples = 65; });
+        vary("train_examples", [](task_config& c) { c.train_examples = 50; });
+        for (const auto& [name, c] : variants) {
+            INFO("changed " << name);
+            CHECK(data_of(c, 1) != ref);
+        }
+        CHECK(data_of(base, 2) != ref);  // seed
+        // power_a reaches the slots themselves, not only the random stream:
+        // with a = 1 late slots are common, with a = 0.01 they are rare.
+        task_config flat = base;
+        flat.power_a = 1.0;
+        auto late_share = [](const task_config& c) {
+            auto tk = make_task(c, 4);
+            batch b;
+            tk->next_train_batch(b, 2000);
+            long late = 0, all = 0;
+            for (int t = 0; t < b.B * b.T; ++t) {
+                if (b.targets[size_t(t)] == no_target) continue;
+                ++all;
+                late += (t % b.T) >= b.T / 2;
+            }
+            return double(late) / all;
+        };
+        CHECK(late_share(flat) > late_share(base) + 0.1);
+    }
+    SECTION("train_examples pool size") {
+        task_config c = lookup_config();
+        c.train_examples = 50;
+        task_config d = c;
+        d.train_examples = 60;
+        CHECK(data_of(c, 1) != data_of(d, 1));
+    }
+}
+
+TEST_CASE("tasks: determinism, disjoint streams and the fixed pool", "[tasks]") {
+    for (const task_config& base : {copy_config(), lookup_config()}) {
+        INFO("task " << to_string(base.kind));
+        SECTION(std::string("same seed, same data: ") + to_string(base.kind)) {
+            auto t1 = make_task(base, 7), t2 = make_task(base, 7);
+            CHECK(t1->test_set().tokens == t2->test_set().tokens);
+            CHECK(t1->test_set().targets == t2->test_set().targets);
+            batch b1, b2;
+            for (int step = 0; step < 5; ++step) {
+                t1->next_train_batch(b1, 16);
+                t2->next_train_batch(b2, 16);
+                CHECK(b1.tokens == b2.tokens);
+                CHECK(b1.targets == b2.targets);
+            }
+            // Successive batches are fresh examples.
+            batch b3;
+            t1->next_train_batch(b3, 16);
+            CHECK(b3.tokens != b1.tokens);
+        }
+        SECTION(std::string("train and test streams differ: ") + to_string(base.kind)) {
+            auto tk = make_task(base, 7);
+            batch b;
+            tk->next_train_batch(b, base.test_examples);
+            REQUIRE(b.T == tk->test_set().T);
+            CHECK(b.tokens != tk->test_set().tokens);
+            std::set<row> test_rows;
+            for (int i = 0; i < tk->test_set().B; ++i) test_rows.insert(tokens_of(tk->test_set(), i));
+            int shared = 0;
+            for (int i = 0; i < b.B; ++i) shared += test_rows.count(tokens_of(b, i)) > 0;
+            CHECK(shared < b.B / 10);
+        }
+        SECTION(std::string("pool: batches only hold pool examples: ") + to_string(base.kind)) {
+            task_config c = base;
+            c.train_examples = 20;
+            // The pool is the first train_examples examples of the training stream.
+            task_config fresh = base;
+            fresh.train_examples = 0;
+            batch pool;
+            make_task(fresh, 7)->next_train_batch(pool, 20);
+            std::set<row> pool_rows;
+            std::map<row, row> pool_targets;
+            for (int i = 0; i < pool.B; ++i) {
+                pool_rows.insert(tokens_of(pool, i));
+                pool_targets[tokens_of(pool, i)] = targets_of(pool, i);
+            }
+            REQUIRE(pool_rows.size() == 20);
+
+            auto tk = make_task(c, 7);
+            std::set<row> seen;
+            batch b, first;
+            tk->next_train_batch(first, 16);
+            for (int step = 0; step < 50; ++step) {
+                tk->next_train_batch(b, 16);
+                for (int i = 0; i < b.B; ++i) {
+                    const row tok = tokens_of(b, i);
+                    REQUIRE(pool_rows.count(tok) == 1);
+                    CHECK(targets_of(b, i) == pool_targets[tok]);
+                    seen.insert(tok);
+                }
+            }
+            CHECK(seen.size() == 20);       // uniform draws reach the whole pool
+            CHECK(b.tokens != first.tokens);  // and batches differ
+            // The test set does not depend on the pool.
+            CHECK(tk->test_set().tokens == make_task(fresh, 7)->test_set().tokens);
+        }
+    }
+}
+
+TEST_CASE("tasks: violated invariants throw logic_error", "[tasks]") {
+    task_config c = lookup_config();
+    c.seq_len = 33;  // odd
+    CHECK_THROWS_AS(make_task(c, 0), std::logic_error);
+    c = lookup_config();
+    c.pairs = 9;  // 4P > T
+    CHECK_THROWS_AS(make_task(c, 0), std::logic_error);
+    c = lookup_config();
+    c.vocab = 32;  // V must exceed T
+    CHECK_THROWS_AS(make_task(c, 0), std::logic_error);
+    c = copy_config();
+    c.min_len = 7;  // > max_len
+    CHECK_THROWS_AS(make_task(c, 0), std::logic_error);
+    c = copy_config();
+    c.test_min_len = 0;  // unresolved default
+    CHECK_THROWS_AS(make_task(c, 0), std::logic_error);
+}
