@@ -1,0 +1,33 @@
+// Per-run result files and the sweep's summary.csv and table.md (SPEC §6).
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attnlab/spec/spec.hpp"
+#include "attnlab/train/trainer.hpp"
+
+namespace attnlab {
+
+// result.yaml of a finished run (written atomically when the run ends).
+std::string run_result_to_yaml(const run_result& r);
+// Reads a result.yaml; nullopt when absent. Throws io_error when malformed.
+std::optional<run_result> read_run_result(const std::string& path);
+
+// A finished run, as it appears in the summary.
+struct summary_entry {
+    const run_point* point;
+    run_result result;
+};
+
+// One row per run: run_id, status, every swept key, final and best test
+// metrics, steps, wall_s, params, reason.
+std::string summary_csv(const experiment_spec& spec, const std::vector<summary_entry>& entries);
+
+// Mean ± std over seeds of the final test metrics, grouped by the other swept
+// keys, and the fraction of seeds that solve the task (token acc >= 0.99).
+std::string summary_table_md(const experiment_spec& spec, const std::vector<summary_entry>& entries);
+
+inline constexpr double solved_token_acc = 0.99;
+
+}  // namespace attnlab

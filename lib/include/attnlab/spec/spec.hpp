@@ -1,0 +1,53 @@
+// Experiment specs (SPEC §5): a YAML file with a base run configuration, an
+// optional sweep (a grid, or a union of grids) and seeds, expanded into fully
+// resolved, checked runs. Every bad input throws config_error with one line
+// "<file>:<line>: <dotted.key.path>: <what is wrong, expected vs got>".
+// The keys, their defaults and the rules are in docs/spec-reference.md.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "attnlab/spec/run_config.hpp"
+
+namespace attnlab {
+
+// One swept key of a run and its value as text ("attention.order", "4").
+struct swept_value {
+    std::string key;
+    std::string value;
+};
+
+struct run_point {
+    std::string id;                  // "attention.numerator=taylor,attention.order=4,seed=1", filesystem-safe
+    run_config config;               // fully resolved
+    std::vector<swept_value> swept;  // swept keys of this run in swept_keys order, seed last
+};
+
+struct experiment_spec {
+    std::string name;                        // filesystem-safe: [A-Za-z0-9._-]+
+    std::string path;                        // file it came from (the label for parse_spec)
+    std::string source_text;                 // file text as read
+    std::vector<std::string> set_overrides;  // the --set strings applied
+    run_config base;                         // resolved base (after --set)
+    std::vector<std::string> swept_keys;     // union over grids, first-appearance order, then "seed"
+    std::vector<run_point> runs;             // grid by grid, row-major over the grid's keys, seeds innermost;
+                                             // deduplicated by id
+};
+
+// Reads and checks a spec file; `set_overrides` are "dotted.key=value" strings.
+experiment_spec load_spec(const std::string& path, const std::vector<std::string>& set_overrides = {});
+
+// Same, from text; `file_label` names the source in error messages.
+experiment_spec parse_spec(const std::string& yaml_text, const std::string& file_label,
+                           const std::vector<std::string>& set_overrides = {});
+
+// The complete resolved configuration as YAML (every meaningful key, defaults
+// included, floats round-trip exactly); what runs/<run_id>/config.yaml holds.
+std::string run_config_to_yaml(const run_config& cfg);
+
+// Reads a config written by run_config_to_yaml (or any file in the format of
+// a spec's `base`), with the same checks and messages as a spec's base.
+run_config run_config_from_yaml_file(const std::string& path);
+run_config run_config_from_yaml(const std::string& yaml_text, const std::string& file_label);
+
+}  // namespace attnlab

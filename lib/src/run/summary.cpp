@@ -1,0 +1,176 @@
+#include "attnlab/run/summary.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include "attnlab/io/csv.hpp"
+#include "attnlab/io/files.hpp"
+#include "attnlab/util/error.hpp"
+
+namespace attnlab {
+
+std::string run_result_to_yaml(const run_result& r) {
+    std::ostringstream s;
+    auto metrics = [&](const char* name, const eval_metrics& m) {
+        s << name << ": {loss: " << format_number(m.loss) << ", token_acc: " << format_number(m.token_acc)
+          << ", seq_acc: " << format_number(m.seq_acc) << "}\n";
+    };
+    s << "status: " << to_string(r.status) << "\n";
+    s << "reason: \"" << r.reason << "\"\n";
+    s << "steps: " << r.steps << "\n";
+    metrics("final_test", r.final_test);
+    metrics("best_test", r.best_test);
+    s << "best_step: " << r.best_step << "\n";
+    s << "wall_s: " << format_number(r.wall_s) << "\n";
+    s << "params: " << r.params << "\n";
+    return s.str();
+}
+
+namespace {
+run_status parse_status(const std::string& s, const std::string& path) {
+    if (s == "ok") return run_status::ok;
+    if (s == "diverged") return run_status::diverged;
+    if (s == "interrupted") return run_status::interrupted;
+    throw io_error(path + ": unknown status '" + s + "'");
+}
+eval_metrics parse_metrics(const YAML::Node& n) {
+    return {n["loss"].as<double>(), n["token_acc"].as<double>(), n["seq_acc"].as<double>()};
+}
+}  // namespace
+
+std::optional<run_result> read_run_result(const std::string& path) {
+    std::ifstream probe(path);
+    if (!probe) return std::nullopt;
+    try {
+        const YAML::Node n = YAML::LoadFile(path);
+        run_result r;
+        r.status = parse_status(n["status"].as<std::string>(), path);
+        r.reason = n["reason"].as<std::string>();
+        r.steps = n["steps"].as<int>();
+        r.final_test = parse_metrics(n["final_test"]);
+        r.best_test = parse_metrics(n["best_test"]);
+        r.best_step = n["best_step"].as<int>();
+        r.wall_s = n["wall_s"].as<double>();
+        r.params = n["params"].as<std::size_t>();
+        return r;
+    } catch (const YAML::Exception& e) {
+        throw io_error(path + ": malformed run result (" + e.what() + ")");
+    }
+}
+
+namespace {
+// The value of swept key `key` for a run ("" if its grid does not sweep it).
+std::string swept_value_of(const run_point& p, const std::string& key) {
+    for (const auto& s : p.swept)
+        if (s.key == key) return s.value;
+    return "";
+}
+}  // namespace
+
+std::string summary_csv(const experiment_spec& spec, const std::vector<summary_entry>& entries) {
+    std::vector<std::string> header = {"run_id", "status"};
+    header.insert(header.end(), spec.swept_keys.begin(), spec.swept_keys.end());
+    for (const char* h : {"final_test_loss", "final_test_token_acc", "final_test_seq_acc", "best_test_loss",
+                          "best_test_token_acc", "best_test_seq_acc", "best_step", "steps", "wall_s", "params",
+                          "reason"})
+        header.emplace_back(h);
+    std::string out = csv_line(header);
+    for (const auto& e : entries) {
+        const run_result& r = e.result;
+        std::vector<std::string> row = {e.point->id, to_string(r.status)};
+        for (const auto& k : spec.swept_keys) row.push_back(swept_value_of(*e.point, k));
+        for (double v : {r.final_test.loss, r.final_test.token_acc, r.final_test.seq_acc, r.best_test.loss,
+                         r.best_test.token_acc, r.best_test.seq_acc})
+            row.push_back(format_number(v));
+        row.push_back(std::to_string(r.best_step));
+        row.push_back(std::to_string(r.steps));
+        char wall[32];
+        std::snprintf(wall, sizeof wall, "%.2f", r.wall_s);
+        row.emplace_back(wall);
+        row.push_back(std::to_string(r.params));
+        row.push_back(r.reason);
+        out += csv_line(row);
+    }
+    return out;
+}
+
+namespace {
+struct mean_std {
+    double mean = 0, std = 0;
+};
+mean_std stats(const std::vector<double>& v) {
+    mean_std s;
+    if (v.empty()) return s;
+    for (double x : v) s.mean += x;
+    s.mean /= v.size();
+    if (v.size() > 1) {
+        for (double x : v) s.std += (x - s.mean) * (x - s.mean);
+        s.std = std::sqrt(s.std / (v.size() - 1));  // sample std over seeds
+    }
+    return s;
+}
+std::string fmt(const mean_std& s) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3f ± %.3f", s.mean, s.std);
+    return buf;
+}
+}  // namespace
+
+std::string summary_table_md(const experiment_spec& spec, const std::vector<summary_entry>& entries) {
+    std::vector<std::string> group_keys;
+    for (const auto& k : spec.swept_keys)
+        if (k != "seed") group_keys.push_back(k);
+
+    // Groups in first-appearance order.
+    std::vector<std::string> order;
+    std::map<std::string, std::vector<const summary_entry*>> groups;
+    std::map<std::string, std::vector<std::string>> group_values;
+    for (const auto& e : entries) {
+        std::vector<std::string> values;
+        std::string label;
+        for (const auto& k : group_keys) {
+            values.push_back(swept_value_of(*e.point, k));
+            label += values.back() + "\x1f";
+        }
+        if (!groups.count(label)) {
+            order.push_back(label);
+            group_values[label] = values;
+        }
+        groups[label].push_back(&e);
+    }
+
+    std::ostringstream s;
+    s << "# " << spec.name << "\n\n"
+      << "Final test metrics, mean ± std over seeds; solved = fraction of seeds with test token accuracy >= "
+      << solved_token_acc << ". Diverged runs count as unsolved and are left out of the means.\n\n|";
+    for (const auto& k : group_keys) s << " " << k << " |";
+    s << " runs | diverged | solved | token_acc | seq_acc | loss |\n|";
+    for (std::size_t i = 0; i < group_keys.size() + 6; ++i) s << "---|";
+    s << "\n";
+    for (const auto& label : order) {
+        std::vector<double> tok, seq, loss;
+        int diverged = 0, solved = 0;
+        const auto& members = groups[label];
+        for (const auto* e : members) {
+            if (e->result.status != run_status::ok) { ++diverged; continue; }
+            tok.push_back(e->result.final_test.token_acc);
+            seq.push_back(e->result.final_test.seq_acc);
+            loss.push_back(e->result.final_test.loss);
+            solved += e->result.final_test.token_acc >= solved_token_acc;
+        }
+        s << "|";
+        for (const auto& v : group_values[label]) s << " " << v << " |";
+        char frac[32];
+        std::snprintf(frac, sizeof frac, "%d/%zu", solved, members.size());
+        s << " " << members.size() << " | " << diverged << " | " << frac << " | ";
+        if (tok.empty()) s << "– | – | – |\n";
+        else s << fmt(stats(tok)) << " | " << fmt(stats(seq)) << " | " << fmt(stats(loss)) << " |\n";
+    }
+    return s.str();
+}
+
+}  // namespace attnlab

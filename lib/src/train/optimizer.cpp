@@ -1,0 +1,62 @@
+// AdamW, schedule and clipping (SPEC §3, "Training").
+#include "attnlab/train/optimizer.hpp"
+
+#include <cmath>
+
+namespace attnlab {
+
+double learning_rate(const train_config& cfg, int step) {
+    if (cfg.warmup > 0 && step <= cfg.warmup) return cfg.lr * step / cfg.warmup;
+    if (cfg.schedule == schedule_kind::constant) return cfg.lr;
+    const int decay_steps = cfg.steps - cfg.warmup;
+    if (decay_steps <= 0) return cfg.lr;
+    const double progress = static_cast<double>(step - cfg.warmup) / decay_steps;  // (0, 1]
+    constexpr double pi = 3.14159265358979323846;
+    return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1.0 + std::cos(pi * progress));
+}
+
+template <class T>
+double clip_grad_norm(std::vector<T>& grads, double max_norm) {
+    double ss = 0;
+    for (T g : grads) ss += static_cast<double>(g) * g;
+    const double norm = std::sqrt(ss);
+    if (max_norm > 0 && std::isfinite(norm) && norm > max_norm) {
+        const T scale = static_cast<T>(max_norm / norm);
+        for (T& g : grads) g *= scale;
+    }
+    return norm;
+}
+
+template <class T>
+adamw<T>::adamw(const param_layout& layout, double weight_decay)
+    : layout_(layout), weight_decay_(weight_decay), m_(layout.total(), T(0)), v_(layout.total(), T(0)) {}
+
+template <class T>
+void adamw<T>::step(std::vector<T>& params, const std::vector<T>& grads, double lr) {
+    ++t_;
+    const double bc1 = 1.0 - std::pow(beta1, static_cast<double>(t_));
+    const double bc2 = 1.0 - std::pow(beta2, static_cast<double>(t_));
+    const T b1 = T(beta1), b2 = T(beta2);
+    const T step_size = static_cast<T>(lr / bc1), inv_sqrt_bc2 = static_cast<T>(1.0 / std::sqrt(bc2));
+    for (const auto& t : layout_.tensors()) {
+        const T decay = t.decay ? static_cast<T>(lr * weight_decay_) : T(0);
+        T* p = params.data() + t.offset;
+        const T* g = grads.data() + t.offset;
+        T* m = m_.data() + t.offset;
+        T* v = v_.data() + t.offset;
+        for (std::size_t i = 0; i < t.size; ++i) {
+            m[i] = b1 * m[i] + (T(1) - b1) * g[i];
+            v[i] = b2 * v[i] + (T(1) - b2) * g[i] * g[i];
+            // p -= lr * (m_hat / (sqrt(v_hat) + eps) + wd * p)
+            p[i] -= decay * p[i];
+            p[i] -= step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_bc2 + T(eps));
+        }
+    }
+}
+
+template double clip_grad_norm<float>(std::vector<float>&, double);
+template double clip_grad_norm<double>(std::vector<double>&, double);
+template class adamw<float>;
+template class adamw<double>;
+
+}  // namespace attnlab
