@@ -5,9 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "attnlab/attention/variants.hpp"
 #include "attnlab/spec/spec.hpp"
-#include "attnlab/util/error.hpp"
 
 namespace attnlab::cli {
 
@@ -21,18 +19,7 @@ struct spec_options {
             ->type_name("KEY=VALUE");
     }
 
-    // Loads the spec and checks that this build implements every run's variant.
-    experiment_spec load() const {
-        experiment_spec spec = load_spec(path, overrides);
-        for (const auto& run : spec.runs) {
-            try {
-                check_attention_supported(run.config.attention);
-            } catch (const config_error& e) {
-                throw config_error(path + ": run " + run.id + ": " + e.what());
-            }
-        }
-        return spec;
-    }
+    experiment_spec load() const { return load_spec(path, overrides); }
 };
 
 }  // namespace attnlab::cli

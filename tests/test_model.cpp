@@ -4,42 +4,11 @@
 
 #include "attnlab/model/transformer.hpp"
 #include "attnlab/tasks/task.hpp"
-#include "gradcheck.hpp"
+#include "model_check.hpp"
 
 using namespace attnlab;
 using namespace attnlab::test;
 
-namespace {
-
-struct micro_batch {
-    int B = 2, T = 5;
-    std::vector<std::int32_t> tokens = {1, 3, 0, 6, 2, 5, 5, 1, 4, 0};
-    std::vector<std::int32_t> targets = {no_target, 2, no_target, 4, 6, 0, no_target, 3, 3, 1};
-};
-
-// Relative error of the analytic gradient of the whole micro model against
-// central differences over every parameter.
-double whole_model_gradient_error(const model_config& m, const attention_config& a) {
-    const int V = 7;
-    micro_batch mb;
-    transformer<double> model(m, a, V, mb.T);
-    model.init_params(42);
-    // Larger than the training init so that every nonlinearity is exercised.
-    rng r(5);
-    for (auto& w : model.params) w += 0.3 * r.normal();
-
-    model.zero_grad();
-    model.forward(mb.tokens.data(), mb.targets.data(), mb.B, mb.T);
-    model.backward();
-    const std::vector<double> analytic = model.grads;
-    const std::vector<double> numeric = numeric_gradient(model.params, [&] {
-        return model.forward(mb.tokens.data(), mb.targets.data(), mb.B, mb.T);
-    });
-    REQUIRE(norm(numeric) > 0);
-    return relative_error(analytic, numeric);
-}
-
-}  // namespace
 
 TEST_CASE("whole micro model: analytic gradient = central differences", "[model][grad]") {
     const auto mlp = GENERATE(mlp_kind::swiglu, mlp_kind::gelu, mlp_kind::none);

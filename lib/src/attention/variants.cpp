@@ -1,51 +1,151 @@
-// Score kernels and denominators of SPEC §2 (this slice: exp numerator,
-// softmax denominator; the others arrive with the variants issue).
+// Score kernels, feature maps and denominators of SPEC §2, each with its
+// derivative (derivations beside each backward).
 #include "attnlab/attention/variants.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <string>
-
-#include "attnlab/util/error.hpp"
+#include <stdexcept>
 
 namespace attnlab {
 
 namespace {
 
-// exp(s). With a scale-invariant denominator the row max is subtracted
-// first: exp(s - m) / sum exp(s - m) equals the unshifted ratio exactly, and
-// the shift keeps exp finite. m is a constant for the derivative, which is
-// exact because the output does not depend on m.
+// ---- score kernels: w = f(s) ----
+
+// exp(s). With a scale-invariant denominator the row max m is subtracted
+// first (exp(s - m) stays finite). The backward is exact for the shifted
+// function, including m's dependence on the argmax score:
+//   dL/ds_j = dw_j w_j,  and dL/ds_argmax -= sum_j dw_j w_j
+// (the last term vanishes for softmax and is of order eps for the norms).
+// With a detached denominator m is a constant like z, so that the gradient
+// is that of the unshifted u_t / sg(z_t).
 template <class T>
 class exp_kernel final : public score_kernel<T> {
 public:
-    explicit exp_kernel(bool subtract_row_max) : subtract_row_max_(subtract_row_max) {}
+    exp_kernel(bool subtract_row_max, bool max_is_constant)
+        : subtract_row_max_(subtract_row_max), max_is_constant_(max_is_constant) {}
     void forward_row(T* w, const T* s, int n) const override {
-        T m = 0;
-        if (subtract_row_max_) m = *std::max_element(s, s + n);
+        const T m = subtract_row_max_ ? *std::max_element(s, s + n) : T(0);
         for (int j = 0; j < n; ++j) w[j] = std::exp(s[j] - m);
     }
-    // d exp(s - m) / ds = exp(s - m) = w
-    void backward_row(T* ds, const T* dw, const T*, const T* w, int n) const override {
-        for (int j = 0; j < n; ++j) ds[j] = dw[j] * w[j];
+    void backward_row(T* ds, const T* dw, const T* s, const T* w, int n) const override {
+        T through_max = 0;
+        for (int j = 0; j < n; ++j) {
+            ds[j] = dw[j] * w[j];
+            through_max += ds[j];
+        }
+        if (subtract_row_max_ && !max_is_constant_) ds[std::max_element(s, s + n) - s] -= through_max;
     }
 
 private:
-    bool subtract_row_max_;
+    bool subtract_row_max_, max_is_constant_;
 };
 
-// o = u / z. do/du = 1/z; dL/dz = -(dout . u) / z^2.
-// detach_denominator: z is a constant in the backward pass (dL/dz = 0).
+// sum_{m=0..n} s^m / m! by Horner's rule: 1 + s(1 + s/2(1 + ... (1 + s/n))).
+template <class T>
+T taylor_exp(T s, int n) {
+    T w = 1;
+    for (int m = n; m >= 1; --m) w = T(1) + w * s / T(m);
+    return w;
+}
+
+// Taylor polynomial of exp of order n; its derivative is the polynomial of order n-1.
+template <class T>
+class taylor_kernel final : public score_kernel<T> {
+public:
+    explicit taylor_kernel(int order) : order_(order) {}
+    void forward_row(T* w, const T* s, int n) const override {
+        for (int j = 0; j < n; ++j) w[j] = taylor_exp(s[j], order_);
+    }
+    void backward_row(T* ds, const T* dw, const T* s, const T*, int n) const override {
+        for (int j = 0; j < n; ++j) ds[j] = dw[j] * taylor_exp(s[j], order_ - 1);
+    }
+
+private:
+    int order_;
+};
+
+// w = s: the first-order term alone.
+template <class T>
+class linear_kernel final : public score_kernel<T> {
+public:
+    void forward_row(T* w, const T* s, int n) const override { std::copy_n(s, n, w); }
+    void backward_row(T* ds, const T* dw, const T*, const T*, int n) const override {
+        if (ds != dw) std::copy_n(dw, n, ds);
+    }
+};
+
+// ---- feature maps: phi(x) ----
+
+// elu(x) + 1 = x + 1 for x > 0, exp(x) otherwise (Katharopoulos et al.).
+template <class T>
+class elu1_map final : public feature_map<T> {
+public:
+    void forward(T* phi, const T* x, int HS) const override {
+        for (int i = 0; i < HS; ++i) phi[i] = x[i] > 0 ? x[i] + T(1) : std::exp(x[i]);
+    }
+    void backward(T* dx, const T* dphi, const T* x, const T* phi, int HS) const override {
+        for (int i = 0; i < HS; ++i) dx[i] += dphi[i] * (x[i] > 0 ? T(1) : phi[i]);
+    }
+};
+
+template <class T>
+class relu_map final : public feature_map<T> {
+public:
+    void forward(T* phi, const T* x, int HS) const override {
+        for (int i = 0; i < HS; ++i) phi[i] = x[i] > 0 ? x[i] : T(0);
+    }
+    void backward(T* dx, const T* dphi, const T* x, const T*, int HS) const override {
+        for (int i = 0; i < HS; ++i) dx[i] += x[i] > 0 ? dphi[i] : T(0);
+    }
+};
+
+// x / max(|x|, eps). Where |x| > eps: J = (I - phi phi^T) / |x|, so
+// dx = (dphi - phi (phi . dphi)) / |x|; below eps it is x / eps, J = I / eps.
+template <class T>
+class cosine_map final : public feature_map<T> {
+public:
+    explicit cosine_map(T eps) : eps_(eps) {}
+    void forward(T* phi, const T* x, int HS) const override {
+        const T d = std::max(norm(x, HS), eps_);
+        for (int i = 0; i < HS; ++i) phi[i] = x[i] / d;
+    }
+    void backward(T* dx, const T* dphi, const T* x, const T* phi, int HS) const override {
+        const T n = norm(x, HS);
+        if (n > eps_) {
+            T dot = 0;
+            for (int i = 0; i < HS; ++i) dot += phi[i] * dphi[i];
+            for (int i = 0; i < HS; ++i) dx[i] += (dphi[i] - phi[i] * dot) / n;
+        } else {
+            for (int i = 0; i < HS; ++i) dx[i] += dphi[i] / eps_;
+        }
+    }
+
+private:
+    static T norm(const T* x, int HS) {
+        T ss = 0;
+        for (int i = 0; i < HS; ++i) ss += x[i] * x[i];
+        return std::sqrt(ss);
+    }
+    T eps_;
+};
+
+// ---- denominators: o = D(u, z, count) ----
+
+// o = u / (z + e), e = eps for the non-negative feature kernels (elu1, relu;
+// as fast-transformers does) and 0 otherwise. dL/du = dout / (z + e),
+// dL/dz = -(dout . u) / (z + e)^2, or 0 when the denominator is detached.
 template <class T>
 class softmax_denominator final : public denominator<T> {
 public:
-    explicit softmax_denominator(bool detach) : detach_(detach) {}
-    void forward_row(T* o, const T* u, T z, int HS) const override {
-        const T inv = T(1) / z;
+    softmax_denominator(T added_eps, bool detach) : added_eps_(added_eps), detach_(detach) {}
+    bool uses_weight_sum() const override { return true; }
+    void forward_row(T* o, const T* u, T z, int, const T*, int HS) const override {
+        const T inv = T(1) / (z + added_eps_);
         for (int i = 0; i < HS; ++i) o[i] = u[i] * inv;
     }
-    T backward_row(T* du, const T* dout, const T* u, T z, int HS) const override {
-        const T inv = T(1) / z;
+    T backward_row(T* du, T*, const T* dout, const T* u, T z, int, const T*, int HS) const override {
+        const T inv = T(1) / (z + added_eps_);
         T dot = 0;
         for (int i = 0; i < HS; ++i) {
             du[i] = dout[i] * inv;
@@ -55,42 +155,205 @@ public:
     }
 
 private:
+    T added_eps_;
     bool detach_;
 };
 
-bool is_scale_invariant(denominator_kind d) {
-    return d == denominator_kind::softmax || d == denominator_kind::norm ||
-           d == denominator_kind::rmsnorm || d == denominator_kind::layernorm;
-}
+// o = u / max(|u|, eps). Above eps: du = (dout - o (o . dout)) / |u|.
+template <class T>
+class norm_denominator final : public denominator<T> {
+public:
+    explicit norm_denominator(T eps) : eps_(eps) {}
+    void forward_row(T* o, const T* u, T, int, const T*, int HS) const override {
+        const T d = std::max(norm(u, HS), eps_);
+        for (int i = 0; i < HS; ++i) o[i] = u[i] / d;
+    }
+    T backward_row(T* du, T*, const T* dout, const T* u, T, int, const T*, int HS) const override {
+        const T n = norm(u, HS);
+        if (n > eps_) {
+            T dot = 0;  // o . dout with o = u / n
+            for (int i = 0; i < HS; ++i) dot += u[i] * dout[i];
+            dot /= n;
+            for (int i = 0; i < HS; ++i) du[i] = (dout[i] - u[i] / n * dot) / n;
+        } else {
+            for (int i = 0; i < HS; ++i) du[i] = dout[i] / eps_;
+        }
+        return 0;
+    }
+
+private:
+    static T norm(const T* u, int HS) {
+        T ss = 0;
+        for (int i = 0; i < HS; ++i) ss += u[i] * u[i];
+        return std::sqrt(ss);
+    }
+    T eps_;
+};
+
+// o = gain * u * r, r = (mean(u^2) + eps)^(-1/2).
+// du_i = r gain_i dout_i - (r^3 / HS) u_i sum_k dout_k gain_k u_k; dgain_i += dout_i u_i r.
+template <class T>
+class rmsnorm_denominator final : public denominator<T> {
+public:
+    explicit rmsnorm_denominator(T eps) : eps_(eps) {}
+    int param_count(int HS) const override { return HS; }
+    void forward_row(T* o, const T* u, T, int, const T* gain, int HS) const override {
+        const T r = rstd(u, HS);
+        for (int i = 0; i < HS; ++i) o[i] = gain[i] * u[i] * r;
+    }
+    T backward_row(T* du, T* dgain, const T* dout, const T* u, T, int, const T* gain, int HS) const override {
+        const T r = rstd(u, HS);
+        T dot = 0;
+        for (int i = 0; i < HS; ++i) dot += dout[i] * gain[i] * u[i];
+        const T k = r * r * r * dot / HS;
+        for (int i = 0; i < HS; ++i) {
+            du[i] = r * gain[i] * dout[i] - k * u[i];
+            if (dgain) dgain[i] += dout[i] * u[i] * r;
+        }
+        return 0;
+    }
+
+private:
+    T rstd(const T* u, int HS) const {
+        T ss = 0;
+        for (int i = 0; i < HS; ++i) ss += u[i] * u[i];
+        return T(1) / std::sqrt(ss / HS + eps_);
+    }
+    T eps_;
+};
+
+// o = gain * xh + bias, xh = (u - mean) r, r = (var + eps)^(-1/2) (biased var).
+// With g = dout * gain: du = r (g - mean(g) - xh mean(g * xh)).
+template <class T>
+class layernorm_denominator final : public denominator<T> {
+public:
+    explicit layernorm_denominator(T eps) : eps_(eps) {}
+    int param_count(int HS) const override { return 2 * HS; }  // gain, then bias
+    void forward_row(T* o, const T* u, T, int, const T* params, int HS) const override {
+        T mean, r;
+        moments(u, HS, mean, r);
+        for (int i = 0; i < HS; ++i) o[i] = params[i] * (u[i] - mean) * r + params[HS + i];
+    }
+    T backward_row(T* du, T* dparams, const T* dout, const T* u, T, int, const T* params, int HS) const override {
+        T mean, r;
+        moments(u, HS, mean, r);
+        T g_mean = 0, gx_mean = 0;
+        for (int i = 0; i < HS; ++i) {
+            const T xh = (u[i] - mean) * r, g = dout[i] * params[i];
+            g_mean += g;
+            gx_mean += g * xh;
+            if (dparams) {
+                dparams[i] += dout[i] * xh;
+                dparams[HS + i] += dout[i];
+            }
+        }
+        g_mean /= HS;
+        gx_mean /= HS;
+        for (int i = 0; i < HS; ++i) {
+            const T xh = (u[i] - mean) * r;
+            du[i] = r * (dout[i] * params[i] - g_mean - xh * gx_mean);
+        }
+        return 0;
+    }
+
+private:
+    void moments(const T* u, int HS, T& mean, T& r) const {
+        mean = 0;
+        for (int i = 0; i < HS; ++i) mean += u[i];
+        mean /= HS;
+        T var = 0;
+        for (int i = 0; i < HS; ++i) var += (u[i] - mean) * (u[i] - mean);
+        r = T(1) / std::sqrt(var / HS + eps_);
+    }
+    T eps_;
+};
+
+// o = u / t (t attended positions); also the `gate` denominator, whose output
+// gate the attention layer applies.
+template <class T>
+class length_denominator final : public denominator<T> {
+public:
+    void forward_row(T* o, const T* u, T, int count, const T*, int HS) const override {
+        for (int i = 0; i < HS; ++i) o[i] = u[i] / T(count);
+    }
+    T backward_row(T* du, T*, const T* dout, const T*, T, int count, const T*, int HS) const override {
+        for (int i = 0; i < HS; ++i) du[i] = dout[i] / T(count);
+        return 0;
+    }
+};
+
+template <class T>
+class identity_denominator final : public denominator<T> {
+public:
+    void forward_row(T* o, const T* u, T, int, const T*, int HS) const override { std::copy_n(u, HS, o); }
+    T backward_row(T* du, T*, const T* dout, const T*, T, int, const T*, int HS) const override {
+        std::copy_n(dout, HS, du);
+        return 0;
+    }
+};
 
 }  // namespace
 
-void check_attention_supported(const attention_config& cfg) {
-    if (cfg.numerator != numerator_kind::exp)
-        throw config_error(std::string("attention.numerator: '") + to_string(cfg.numerator) +
-                           "' is not implemented yet (this build has: exp)");
-    if (cfg.denominator != denominator_kind::softmax)
-        throw config_error(std::string("attention.denominator: '") + to_string(cfg.denominator) +
-                           "' is not implemented yet (this build has: softmax)");
-    if (cfg.clamp || cfg.in_gate || cfg.out_gate)
-        throw config_error("attention: clamp, in_gate and out_gate are not implemented yet");
+bool is_score_kernel(numerator_kind n) {
+    return n == numerator_kind::exp || n == numerator_kind::taylor || n == numerator_kind::linear;
+}
+
+bool uses_out_gate(const attention_config& cfg) {
+    return cfg.out_gate || cfg.denominator == denominator_kind::gate;
+}
+
+bool is_scale_invariant(denominator_kind d) {
+    return d == denominator_kind::softmax || d == denominator_kind::norm || d == denominator_kind::rmsnorm ||
+           d == denominator_kind::layernorm;
 }
 
 template <class T>
 std::unique_ptr<score_kernel<T>> make_score_kernel(const attention_config& cfg) {
-    check_attention_supported(cfg);
-    return std::make_unique<exp_kernel<T>>(is_scale_invariant(cfg.denominator));
+    switch (cfg.numerator) {
+        case numerator_kind::exp:
+            return std::make_unique<exp_kernel<T>>(is_scale_invariant(cfg.denominator), cfg.detach_denominator);
+        case numerator_kind::taylor:
+            if (cfg.order < 1) throw std::invalid_argument("taylor needs order >= 1");
+            return std::make_unique<taylor_kernel<T>>(cfg.order);
+        case numerator_kind::linear: return std::make_unique<linear_kernel<T>>();
+        default: return nullptr;
+    }
+}
+
+template <class T>
+std::unique_ptr<feature_map<T>> make_feature_map(const attention_config& cfg) {
+    switch (cfg.numerator) {
+        case numerator_kind::elu1: return std::make_unique<elu1_map<T>>();
+        case numerator_kind::relu: return std::make_unique<relu_map<T>>();
+        case numerator_kind::cosine: return std::make_unique<cosine_map<T>>(static_cast<T>(cfg.eps));
+        default: return nullptr;
+    }
 }
 
 template <class T>
 std::unique_ptr<denominator<T>> make_denominator(const attention_config& cfg) {
-    check_attention_supported(cfg);
-    return std::make_unique<softmax_denominator<T>>(cfg.detach_denominator);
+    const T eps = static_cast<T>(cfg.eps);
+    switch (cfg.denominator) {
+        case denominator_kind::softmax: {
+            const bool non_negative = cfg.numerator == numerator_kind::elu1 || cfg.numerator == numerator_kind::relu;
+            return std::make_unique<softmax_denominator<T>>(non_negative ? eps : T(0), cfg.detach_denominator);
+        }
+        case denominator_kind::norm: return std::make_unique<norm_denominator<T>>(eps);
+        case denominator_kind::rmsnorm: return std::make_unique<rmsnorm_denominator<T>>(eps);
+        case denominator_kind::layernorm: return std::make_unique<layernorm_denominator<T>>(eps);
+        case denominator_kind::gate:  // u / t, times the output gate (applied by the layer)
+        case denominator_kind::length: return std::make_unique<length_denominator<T>>();
+        case denominator_kind::none: return std::make_unique<identity_denominator<T>>();
+    }
+    throw std::invalid_argument("unknown denominator");
 }
 
-template std::unique_ptr<score_kernel<float>> make_score_kernel<float>(const attention_config&);
-template std::unique_ptr<score_kernel<double>> make_score_kernel<double>(const attention_config&);
-template std::unique_ptr<denominator<float>> make_denominator<float>(const attention_config&);
-template std::unique_ptr<denominator<double>> make_denominator<double>(const attention_config&);
+#define ATTNLAB_INSTANTIATE_VARIANTS(T)                                                   \
+    template std::unique_ptr<score_kernel<T>> make_score_kernel<T>(const attention_config&); \
+    template std::unique_ptr<feature_map<T>> make_feature_map<T>(const attention_config&);   \
+    template std::unique_ptr<denominator<T>> make_denominator<T>(const attention_config&);
+
+ATTNLAB_INSTANTIATE_VARIANTS(float)
+ATTNLAB_INSTANTIATE_VARIANTS(double)
 
 }  // namespace attnlab

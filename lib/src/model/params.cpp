@@ -3,6 +3,8 @@
 
 #include <stdexcept>
 
+#include "attnlab/attention/variants.hpp"
+
 namespace attnlab {
 
 std::size_t param_layout::add(std::string name, std::vector<int> shape, param_init init,
@@ -20,7 +22,7 @@ const param_tensor& param_layout::find(const std::string& name) const {
     throw std::out_of_range("no parameter named " + name);
 }
 
-param_layout build_param_layout(const model_config& m, const attention_config&, int V,
+param_layout build_param_layout(const model_config& m, const attention_config& a, int V,
                                 int T_max, model_offsets& off) {
     param_layout p;
     const int D = m.d_model, F = resolved_mlp_hidden(m);
@@ -36,6 +38,20 @@ param_layout build_param_layout(const model_config& m, const attention_config&, 
         bo.k = p.add(b + "attn.k.weight", {D, D}, param_init::normal, true);
         bo.v = p.add(b + "attn.v.weight", {D, D}, param_init::normal, true);
         bo.o = p.add(b + "attn.o.weight", {D, D}, param_init::normal_residual, true);
+        const int H = m.heads, dv = D / H;
+        if (a.in_gate) {
+            bo.in_gate = p.add(b + "attn.in_gate.weight", {H, D}, param_init::normal, true);
+            bo.in_gate_bias = p.add(b + "attn.in_gate.bias", {H}, param_init::zeros, false);
+        }
+        if (uses_out_gate(a)) {
+            bo.out_gate = p.add(b + "attn.out_gate.weight", {H, D}, param_init::normal, true);
+            bo.out_gate_bias = p.add(b + "attn.out_gate.bias", {H}, param_init::zeros, false);
+        }
+        if (a.denominator == denominator_kind::rmsnorm || a.denominator == denominator_kind::layernorm) {
+            bo.out_norm = p.add(b + "attn.out_norm.weight", {dv}, param_init::ones, false);
+            if (a.denominator == denominator_kind::layernorm)  // right after the gain: the layer reads both
+                p.add(b + "attn.out_norm.bias", {dv}, param_init::zeros, false);
+        }
         if (m.mlp != mlp_kind::none)
             bo.mlp_norm = p.add(b + "mlp_norm.weight", {D}, param_init::ones, false);
         if (m.mlp == mlp_kind::swiglu) {

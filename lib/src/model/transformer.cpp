@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "attnlab/tasks/task.hpp"
@@ -63,7 +64,9 @@ void transformer<T>::reserve(int B, int T_len) {
         a.ln1.assign(NC, 0); a.rstd1.assign(N, 0);
         if (uses_rope()) { a.q_raw.assign(NC, 0); a.k_raw.assign(NC, 0); }
         a.q.assign(NC, 0); a.k.assign(NC, 0); a.v.assign(NC, 0);
-        a.att_cache.resize(cap_B_, cap_T_, NH_, HS_);
+        attn_.init_cache(a.att_cache, cap_B_, cap_T_);
+        if (attn_.has_in_gate()) a.g_in.assign(N * NH_, 0);
+        if (attn_.has_out_gate()) a.g_out.assign(N * NH_, 0);
         a.att.assign(NC, 0); a.mid.assign(NC, 0);
         if (m_.mlp != mlp_kind::none) {
             a.ln2.assign(NC, 0); a.rstd2.assign(N, 0);
@@ -78,6 +81,7 @@ void transformer<T>::reserve(int B, int T_len) {
     for (auto* v : {&dres_, &dln_, &dq_, &dk_, &dv_, &datt_}) v->assign(NC, 0);
     if (uses_rope()) { dq_raw_.assign(NC, 0); dk_raw_.assign(NC, 0); }
     for (auto* v : {&dfc_gate_, &dfc_up_, &dact_}) v->assign(NF, 0);
+    for (auto* v : {&dg_in_, &dg_out_, &dgate_pre_}) v->assign(N * NH_, 0);
     dlnf_ans_.assign(NC, 0); dlogits_.assign(N * V_, 0);
 }
 
@@ -105,7 +109,16 @@ T transformer<T>::forward(const std::int32_t* tokens, const std::int32_t* target
             linear_forward(a.k.data(), a.ln1.data(), p(bo.k), (const T*)nullptr, N, C, C);
         }
         linear_forward(a.v.data(), a.ln1.data(), p(bo.v), (const T*)nullptr, N, C, C);
-        attn_.forward(a.att.data(), a.att_cache, a.q.data(), a.k.data(), a.v.data(), B, Tn);
+        // gates: sigmoid(a_h . x + b_h) per head and position, from the attention input x = ln1
+        if (attn_.has_in_gate()) {
+            linear_forward(a.g_in.data(), a.ln1.data(), p(bo.in_gate), p(bo.in_gate_bias), N, C, NH_);
+            sigmoid_forward(a.g_in.data(), a.g_in.data(), static_cast<long>(N) * NH_);
+        }
+        if (attn_.has_out_gate()) {
+            linear_forward(a.g_out.data(), a.ln1.data(), p(bo.out_gate), p(bo.out_gate_bias), N, C, NH_);
+            sigmoid_forward(a.g_out.data(), a.g_out.data(), static_cast<long>(N) * NH_);
+        }
+        attn_.forward(a.att.data(), a.att_cache, attention_inputs_of(l), B, Tn);
         // mid = x + att @ Wo^T
         linear_forward(a.mid.data(), a.att.data(), p(bo.o), (const T*)nullptr, N, C, C);
         add_inplace(a.mid.data(), x, static_cast<long>(N) * C);
@@ -150,6 +163,32 @@ T transformer<T>::forward(const std::int32_t* tokens, const std::int32_t* target
         ans_pred_[a] = static_cast<std::int32_t>(std::max_element(z, z + V_) - z);
     }
     return loss;
+}
+
+template <class T>
+attention_inputs<T> transformer<T>::attention_inputs_of(int l) const {
+    const block_offsets& bo = off_.blocks[l];
+    const layer_acts& a = acts_[l];
+    attention_inputs<T> in;
+    in.q = a.q.data(); in.k = a.k.data(); in.v = a.v.data();
+    if (attn_.has_in_gate()) in.in_gate = a.g_in.data();
+    if (attn_.has_out_gate()) in.out_gate = a.g_out.data();
+    if (bo.out_norm != block_offsets::npos) in.denom_params = p(bo.out_norm);
+    return in;
+}
+
+template <class T>
+long transformer<T>::nonpositive_denominator_rows() const {
+    long n = 0;
+    for (const auto& a : acts_) n += a.att_cache.nonpositive_rows();
+    return n;
+}
+
+template <class T>
+T transformer<T>::min_abs_denominator() const {
+    T m = std::numeric_limits<T>::infinity();
+    for (const auto& a : acts_) m = std::min(m, a.att_cache.min_abs_denominator());
+    return m;
 }
 
 template <class T>
@@ -205,8 +244,13 @@ void transformer<T>::backward() {
         zero(datt_, NC);
         linear_backward(datt_.data(), g(bo.o), (T*)nullptr, dres_.data(), a.att.data(), p(bo.o), N, C, C);
         zero(dq_, NC); zero(dk_, NC); zero(dv_, NC);
-        attn_.backward(dq_.data(), dk_.data(), dv_.data(), datt_.data(), a.att_cache, a.q.data(),
-                       a.k.data(), a.v.data(), B, Tn);
+        const std::size_t NG = static_cast<std::size_t>(N) * NH_;
+        zero(dg_in_, NG); zero(dg_out_, NG);
+        attention_grads<T> ag;
+        ag.dq = dq_.data(); ag.dk = dk_.data(); ag.dv = dv_.data();
+        ag.din_gate = dg_in_.data(); ag.dout_gate = dg_out_.data();
+        ag.ddenom_params = bo.out_norm == block_offsets::npos ? nullptr : g(bo.out_norm);
+        attn_.backward(ag, datt_.data(), a.att_cache, attention_inputs_of(l), B, Tn);
         const T* dq = dq_.data();
         const T* dk = dk_.data();
         if (uses_rope()) {
@@ -220,6 +264,18 @@ void transformer<T>::backward() {
         linear_backward(dln_.data(), g(bo.q), (T*)nullptr, dq, a.ln1.data(), p(bo.q), N, C, C);
         linear_backward(dln_.data(), g(bo.k), (T*)nullptr, dk, a.ln1.data(), p(bo.k), N, C, C);
         linear_backward(dln_.data(), g(bo.v), (T*)nullptr, dv_.data(), a.ln1.data(), p(bo.v), N, C, C);
+        if (attn_.has_in_gate()) {
+            zero(dgate_pre_, NG);
+            sigmoid_backward(dgate_pre_.data(), dg_in_.data(), a.g_in.data(), static_cast<long>(NG));
+            linear_backward(dln_.data(), g(bo.in_gate), g(bo.in_gate_bias), dgate_pre_.data(), a.ln1.data(),
+                            p(bo.in_gate), N, C, NH_);
+        }
+        if (attn_.has_out_gate()) {
+            zero(dgate_pre_, NG);
+            sigmoid_backward(dgate_pre_.data(), dg_out_.data(), a.g_out.data(), static_cast<long>(NG));
+            linear_backward(dln_.data(), g(bo.out_gate), g(bo.out_gate_bias), dgate_pre_.data(), a.ln1.data(),
+                            p(bo.out_gate), N, C, NH_);
+        }
         rmsnorm_backward(dres_.data(), g(bo.attn_norm), dln_.data(), x_[l].data(), a.rstd1.data(),
                          p(bo.attn_norm), N, C);
     }

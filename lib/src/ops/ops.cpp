@@ -206,6 +206,16 @@ void gelu_backward(T* dinp, const T* dout, const T* inp, long n) {
 }
 
 template <class T>
+void sigmoid_forward(T* out, const T* inp, long n) {
+    for (long i = 0; i < n; ++i) out[i] = sigmoid(inp[i]);
+}
+
+template <class T>
+void sigmoid_backward(T* dinp, const T* dout, const T* out, long n) {
+    for (long i = 0; i < n; ++i) dinp[i] += dout[i] * out[i] * (T(1) - out[i]);
+}
+
+template <class T>
 void add_inplace(T* out, const T* inp, long n) {
 #pragma omp parallel for if (n > parallel_threshold)
     for (long i = 0; i < n; ++i) out[i] += inp[i];
@@ -257,6 +267,8 @@ void cross_entropy_backward(T* dlogits, const T* probs, const std::int32_t* targ
     template void swiglu_backward<T>(T*, T*, const T*, const T*, const T*, int, int);              \
     template void gelu_forward<T>(T*, const T*, long);                                             \
     template void gelu_backward<T>(T*, const T*, const T*, long);                                  \
+    template void sigmoid_forward<T>(T*, const T*, long);                                          \
+    template void sigmoid_backward<T>(T*, const T*, const T*, long);                               \
     template void add_inplace<T>(T*, const T*, long);                                              \
     template T cross_entropy_forward<T>(T*, T*, const T*, const std::int32_t*, int, int);          \
     template void cross_entropy_backward<T>(T*, const T*, const std::int32_t*, T, int, int);

@@ -1,9 +1,12 @@
 // The pieces an attention variant is made of (SPEC §2). A variant is one
-// numerator (a score kernel on the scaled scores s_tj = q_t.k_j / sqrt(HS))
-// and one denominator (turning the numerator u_t = sum_j w_tj v_j into the
-// head output o_t). Each piece is one small class with its derivative;
-// adding a variant means adding one class here and one case in the
-// factories, plus its gradient-check case.
+// numerator and one denominator:
+//   score kernels  w_tj = f(s_tj), s_tj = q_t.k_j / sqrt(HS) (optionally clamped)
+//   feature maps   w_tj = phi(q_t) . phi(k_j)
+//   denominators   o_t = D(u_t, z_t, t), u_t = sum_j w_tj g_j v_j, z_t = sum_j w_tj
+// Each piece is one small class with its derivative. Adding a variant means
+// one class here, one case in its factory, and its gradient-check case.
+// The gates (in_gate, out_gate, and the `gate` denominator, which is `length`
+// times an output gate) are applied by the attention layer around these.
 #pragma once
 #include <memory>
 
@@ -11,36 +14,54 @@
 
 namespace attnlab {
 
-// Maps one causal row of scaled scores s_t0..s_t(n-1) to weights w.
+// Maps one causal row of (clamped) scaled scores s_t0..s_t(n-1) to weights w.
 template <class T>
 class score_kernel {
 public:
     virtual ~score_kernel() = default;
-    // w (n) = kernel(s (n))
+    // w (n) = f(s (n))
     virtual void forward_row(T* w, const T* s, int n) const = 0;
-    // ds (n) = dw (n) * dkernel/ds (overwrites ds; ds may alias dw)
+    // ds (n) = dL/ds given dw (n) = dL/dw (ds may alias dw)
     virtual void backward_row(T* ds, const T* dw, const T* s, const T* w, int n) const = 0;
 };
 
-// Turns the numerator row u_t (HS) into the head output o_t (HS), given the
-// weight sum z_t = sum_j w_tj (used by softmax only).
+// Maps a head vector x (HS) to its features phi(x) (HS).
+template <class T>
+class feature_map {
+public:
+    virtual ~feature_map() = default;
+    virtual void forward(T* phi, const T* x, int HS) const = 0;
+    // dx (HS) += J_phi(x)^T dphi
+    virtual void backward(T* dx, const T* dphi, const T* x, const T* phi, int HS) const = 0;
+};
+
+// Turns the numerator row u_t (HS) into the head output o_t (HS). `count` is
+// the number of attended positions t (1-based); `params` the learnable
+// out_norm gain then bias (param_count() values, shared by heads).
 template <class T>
 class denominator {
 public:
     virtual ~denominator() = default;
-    virtual void forward_row(T* o, const T* u, T z, int HS) const = 0;
-    // du (HS) = dL/du_t (overwrites), returns dL/dz_t.
-    virtual T backward_row(T* du, const T* dout, const T* u, T z, int HS) const = 0;
+    virtual bool uses_weight_sum() const { return false; }  // needs z_t
+    virtual int param_count(int HS) const { (void)HS; return 0; }
+    virtual void forward_row(T* o, const T* u, T z, int count, const T* params, int HS) const = 0;
+    // du (HS) = dL/du_t (overwrites); dparams (param_count) += dL/dparams; returns dL/dz_t.
+    virtual T backward_row(T* du, T* dparams, const T* dout, const T* u, T z, int count, const T* params,
+                           int HS) const = 0;
 };
 
-// Factories: refuse (config_error) a numerator or denominator that is not
-// implemented yet rather than run something else.
+bool is_score_kernel(numerator_kind n);           // exp, taylor, linear
+bool uses_out_gate(const attention_config& cfg);  // out_gate, or denominator gate
+// With these denominators the output does not change when u and z are scaled,
+// so exp subtracts the row max first (SPEC §2).
+bool is_scale_invariant(denominator_kind d);
+
+// Factories (the score kernel is null for feature maps and vice versa).
 template <class T>
 std::unique_ptr<score_kernel<T>> make_score_kernel(const attention_config& cfg);
 template <class T>
+std::unique_ptr<feature_map<T>> make_feature_map(const attention_config& cfg);
+template <class T>
 std::unique_ptr<denominator<T>> make_denominator(const attention_config& cfg);
-
-// Whether this build implements the variant (checked by `attnlab validate`).
-void check_attention_supported(const attention_config& cfg);
 
 }  // namespace attnlab

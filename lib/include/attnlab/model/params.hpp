@@ -44,6 +44,8 @@ private:
 struct block_offsets {
     static constexpr std::size_t npos = static_cast<std::size_t>(-1);
     std::size_t attn_norm = npos, q = npos, k = npos, v = npos, o = npos;
+    std::size_t in_gate = npos, in_gate_bias = npos, out_gate = npos, out_gate_bias = npos;
+    std::size_t out_norm = npos;  // gain, then bias for layernorm (contiguous)
     std::size_t mlp_norm = npos, mlp_gate = npos, mlp_up = npos, mlp_up_bias = npos,
                 mlp_down = npos, mlp_down_bias = npos;
 };

@@ -47,12 +47,17 @@ public:
     const std::vector<int>& answer_rows() const { return ans_rows_; }          // (A) row index b*T + t
     const std::vector<std::int32_t>& predictions() const { return ans_pred_; } // (A) argmax token
     const std::vector<T>& answer_losses() const { return losses_; }            // (A) cross-entropy
+    // Attention rows of the last forward whose softmax sum z_t was <= 0
+    // (possible with signed kernels: linear, cosine, odd Taylor orders).
+    long nonpositive_denominator_rows() const;
+    T min_abs_denominator() const;  // smallest |z_t| of the last forward (inf without softmax)
 
 private:
     struct layer_acts {
         std::vector<T> ln1, rstd1;           // (N, C), (N)
         std::vector<T> q_raw, k_raw;         // (N, C) before rope (rope only)
         std::vector<T> q, k, v;              // (N, C)
+        std::vector<T> g_in, g_out;          // (N, NH) gates in (0, 1) (when used)
         attention_cache<T> att_cache;
         std::vector<T> att;                  // (N, C) head outputs, before o
         std::vector<T> mid;                  // (N, C) x after the attention residual
@@ -63,6 +68,7 @@ private:
     const T* p(std::size_t off) const { return params.data() + off; }
     T* g(std::size_t off) { return grads.data() + off; }
     bool uses_rope() const { return m_.position == position_kind::rope; }
+    attention_inputs<T> attention_inputs_of(int layer) const;
 
     model_config m_;
     int V_, max_T_, C_, NH_, HS_, F_;
@@ -84,6 +90,7 @@ private:
     // backward scratch
     std::vector<T> dres_, dln_, dq_, dk_, dv_, dq_raw_, dk_raw_, datt_;  // (N, C)
     std::vector<T> dfc_gate_, dfc_up_, dact_;                            // (N, F)
+    std::vector<T> dg_in_, dg_out_, dgate_pre_;                          // (N, NH)
     std::vector<T> dlnf_ans_, dlogits_;                                  // (A, C), (A, V)
 };
 

@@ -60,6 +60,13 @@ void gelu_forward(T* out, const T* inp, long n);
 template <class T>
 void gelu_backward(T* dinp, const T* dout, const T* inp, long n);
 
+// out (n) = sigmoid(inp) (the gates of SPEC §2)
+template <class T>
+void sigmoid_forward(T* out, const T* inp, long n);
+// dinp += dout * out (1 - out)
+template <class T>
+void sigmoid_backward(T* dinp, const T* dout, const T* out, long n);
+
 // out (n) += inp (n)
 template <class T>
 void add_inplace(T* out, const T* inp, long n);

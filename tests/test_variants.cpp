@@ -1,0 +1,322 @@
+// Every numerator x denominator of SPEC §2 with its modifiers: attention-level
+// and whole-micro-model gradient checks in double, the detached softmax
+// against a reference, and hand-computed 3-token cases.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <sstream>
+
+#include "attnlab/attention/attention.hpp"
+#include "model_check.hpp"
+
+using namespace attnlab;
+using namespace attnlab::test;
+
+namespace {
+
+const numerator_kind all_numerators[] = {numerator_kind::exp,  numerator_kind::taylor, numerator_kind::linear,
+                                         numerator_kind::elu1, numerator_kind::relu,   numerator_kind::cosine};
+const denominator_kind all_denominators[] = {denominator_kind::softmax, denominator_kind::norm,
+                                             denominator_kind::rmsnorm, denominator_kind::layernorm,
+                                             denominator_kind::gate,    denominator_kind::length,
+                                             denominator_kind::none};
+
+attention_config variant(numerator_kind n, denominator_kind d, int order = 2) {
+    attention_config a;
+    a.numerator = n;
+    a.denominator = d;
+    if (n == numerator_kind::taylor) a.order = order;
+    return a;
+}
+
+std::string describe(const attention_config& a) {
+    std::ostringstream s;
+    s << to_string(a.numerator);
+    if (a.numerator == numerator_kind::taylor) s << " order " << a.order;
+    s << " / " << to_string(a.denominator);
+    if (a.clamp) s << " clamp " << *a.clamp;
+    if (a.in_gate) s << " in_gate";
+    if (a.out_gate) s << " out_gate";
+    if (a.detach_denominator) s << " detach";
+    return s.str();
+}
+
+// Gradient check of the attention layer alone for one variant: q, k, v, the
+// gates it uses and its denominator parameters are all checked.
+void check_attention_layer(const attention_config& cfg) {
+    const int B = 2, T = 5, NH = 2, HS = 3, C = NH * HS, N = B * T;
+    attention_layer<double> att(cfg, NH, HS);
+    attention_cache<double> cache;
+    att.init_cache(cache, B, T);
+    rng r(21);
+    vec q = random_vector(N * C, r, 0.7), k = random_vector(N * C, r, 0.7), v = random_vector(N * C, r);
+    vec g_in(N * NH), g_out(N * NH), params(att.denominator_param_count());
+    for (auto& g : g_in) g = 0.1 + 0.8 * r.uniform();
+    for (auto& g : g_out) g = 0.1 + 0.8 * r.uniform();
+    for (auto& p : params) p = 1.0 + 0.3 * r.normal();
+
+    std::vector<vec*> inputs = {&q, &k, &v};
+    if (att.has_in_gate()) inputs.push_back(&g_in);
+    if (att.has_out_gate()) inputs.push_back(&g_out);
+    if (!params.empty()) inputs.push_back(&params);
+    auto in_of = [&] {
+        attention_inputs<double> in;
+        in.q = q.data(); in.k = k.data(); in.v = v.data();
+        if (att.has_in_gate()) in.in_gate = g_in.data();
+        if (att.has_out_gate()) in.out_gate = g_out.data();
+        if (!params.empty()) in.denom_params = params.data();
+        return in;
+    };
+    op_check c{inputs,
+               [&](vec& out) { att.forward(out.data(), cache, in_of(), B, T); },
+               [&](std::vector<vec>& g, const vec& d) {
+                   attention_grads<double> ag;
+                   ag.dq = g[0].data(); ag.dk = g[1].data(); ag.dv = g[2].data();
+                   std::size_t i = 3;
+                   if (att.has_in_gate()) ag.din_gate = g[i++].data();
+                   if (att.has_out_gate()) ag.dout_gate = g[i++].data();
+                   if (!params.empty()) ag.ddenom_params = g[i++].data();
+                   att.backward(ag, d.data(), cache, in_of(), B, T);
+               },
+               static_cast<size_t>(N * C)};
+    c.run();
+}
+
+}  // namespace
+
+TEST_CASE("attention layer gradients: every numerator x denominator", "[attention][grad]") {
+    for (auto n : all_numerators)
+        for (auto d : all_denominators) {
+            const attention_config a = variant(n, d);
+            INFO(describe(a));
+            check_attention_layer(a);
+        }
+}
+
+TEST_CASE("attention layer gradients: modifiers and Taylor orders", "[attention][grad]") {
+    std::vector<attention_config> cases;
+    for (auto n : {numerator_kind::exp, numerator_kind::linear, numerator_kind::elu1, numerator_kind::cosine})
+        for (auto d : {denominator_kind::softmax, denominator_kind::norm, denominator_kind::none}) {
+            attention_config a = variant(n, d);
+            a.in_gate = true;
+            cases.push_back(a);
+            a.in_gate = false;
+            a.out_gate = true;
+            cases.push_back(a);
+        }
+    for (auto n : {numerator_kind::exp, numerator_kind::taylor, numerator_kind::linear})
+        for (auto d : {denominator_kind::softmax, denominator_kind::gate, denominator_kind::none}) {
+            attention_config a = variant(n, d);
+            a.clamp = 0.2;  // some scores above, some below
+            cases.push_back(a);
+        }
+    for (int order = 1; order <= 12; ++order) cases.push_back(variant(numerator_kind::taylor, denominator_kind::softmax, order));
+    for (const auto& a : cases) {
+        INFO(describe(a));
+        check_attention_layer(a);
+    }
+}
+
+TEST_CASE("detach_denominator: gradient of u / z with z held constant", "[attention][grad]") {
+    // Reference: one head, o_t = sum_j exp(s_tj) v_j / Z_t with Z_t frozen at the
+    // base point (no row-max shift needed in double for these small scores).
+    const int T = 4, HS = 3;
+    attention_config cfg = variant(numerator_kind::exp, denominator_kind::softmax);
+    cfg.detach_denominator = true;
+    attention_layer<double> att(cfg, 1, HS);
+    attention_cache<double> cache;
+    att.init_cache(cache, 1, T);
+    rng r(31);
+    vec q = random_vector(T * HS, r), k = random_vector(T * HS, r), v = random_vector(T * HS, r);
+    const vec R = random_vector(T * HS, r);
+    auto weights = [&](int t, int j) {
+        double s = 0;
+        for (int i = 0; i < HS; ++i) s += q[t * HS + i] * k[j * HS + i];
+        return std::exp(s / std::sqrt(double(HS)));
+    };
+    vec Z(T, 0.0);
+    for (int t = 0; t < T; ++t)
+        for (int j = 0; j <= t; ++j) Z[t] += weights(t, j);
+    auto reference_loss = [&] {
+        double loss = 0;
+        for (int t = 0; t < T; ++t)
+            for (int j = 0; j <= t; ++j)
+                for (int i = 0; i < HS; ++i) loss += R[t * HS + i] * weights(t, j) * v[j * HS + i] / Z[t];
+        return loss;
+    };
+    vec out(T * HS), dq(T * HS, 0.0), dk(T * HS, 0.0), dv(T * HS, 0.0);
+    attention_inputs<double> in;
+    in.q = q.data(); in.k = k.data(); in.v = v.data();
+    att.forward(out.data(), cache, in, 1, T);
+    CHECK(dot(out, R) == Approx(reference_loss()));  // forward is the usual softmax
+    attention_grads<double> g;
+    g.dq = dq.data(); g.dk = dk.data(); g.dv = dv.data();
+    att.backward(g, R.data(), cache, in, 1, T);
+    CHECK(relative_error(dq, numeric_gradient(q, reference_loss)) <= gradcheck_bound);
+    CHECK(relative_error(dk, numeric_gradient(k, reference_loss)) <= gradcheck_bound);
+    CHECK(relative_error(dv, numeric_gradient(v, reference_loss)) <= gradcheck_bound);
+}
+
+TEST_CASE("whole micro model gradients: every numerator x denominator", "[model][grad]") {
+    for (auto n : all_numerators)
+        for (auto d : all_denominators) {
+            const attention_config a = variant(n, d);
+            INFO(describe(a));
+            CHECK(whole_model_gradient_error(micro_model(), a) <= gradcheck_bound);
+        }
+}
+
+TEST_CASE("whole micro model gradients: modifiers", "[model][grad]") {
+    std::vector<attention_config> cases;
+    attention_config a = variant(numerator_kind::exp, denominator_kind::softmax);
+    a.in_gate = true;
+    cases.push_back(a);
+    a = variant(numerator_kind::linear, denominator_kind::norm);
+    a.in_gate = true;
+    a.out_gate = true;
+    cases.push_back(a);
+    a = variant(numerator_kind::elu1, denominator_kind::rmsnorm);
+    a.out_gate = true;
+    cases.push_back(a);
+    a = variant(numerator_kind::exp, denominator_kind::gate);
+    a.clamp = 0.05;
+    cases.push_back(a);
+    a = variant(numerator_kind::taylor, denominator_kind::none, 3);
+    a.clamp = 0.05;
+    a.in_gate = true;
+    cases.push_back(a);
+    for (const auto& c : cases) {
+        INFO(describe(c));
+        CHECK(whole_model_gradient_error(micro_model(), c) <= gradcheck_bound);
+    }
+}
+
+TEST_CASE("whole micro model gradients: Taylor orders 1 to 12", "[model][grad]") {
+    for (int order = 1; order <= 12; ++order)
+        for (auto d : {denominator_kind::softmax, denominator_kind::norm}) {
+            const attention_config a = variant(numerator_kind::taylor, d, order);
+            INFO(describe(a));
+            CHECK(whole_model_gradient_error(micro_model(), a) <= gradcheck_bound);
+        }
+}
+
+// ---- hand-computed cases ----
+
+namespace {
+// One head, HS = 4, so s_tj = q_t.k_j / 2. With q = k:
+//   k_0 = (2,0,0,0), k_1 = (0,2,0,0), k_2 = (2,2,0,0)
+//   s_00 = 2;  s_10 = 0, s_11 = 2;  s_20 = 2, s_21 = 2, s_22 = 4
+// and v_0 = (1,2,0,0), v_1 = (0,1,1,0), v_2 = (3,0,0,4). With the linear
+// numerator (w = s):
+//   u_0 = 2 v_0 = (2,4,0,0)                              z_0 = 2
+//   u_1 = 0 v_0 + 2 v_1 = (0,2,2,0)                      z_1 = 2
+//   u_2 = 2 v_0 + 2 v_1 + 4 v_2 = (14,6,2,16)            z_2 = 8
+struct three_tokens {
+    double qk[12] = {2, 0, 0, 0, 0, 2, 0, 0, 2, 2, 0, 0};
+    double v[12] = {1, 2, 0, 0, 0, 1, 1, 0, 3, 0, 0, 4};
+    double out[12] = {};
+    std::vector<double> run(denominator_kind d, const double* params = nullptr, const double* out_gate = nullptr,
+                            numerator_kind n = numerator_kind::linear, int order = 0) {
+        attention_config cfg;
+        cfg.numerator = n;
+        cfg.order = order;
+        cfg.denominator = d;
+        cfg.eps = 1e-12;
+        attention_layer<double> att(cfg, 1, 4);
+        attention_cache<double> cache;
+        att.init_cache(cache, 1, 3);
+        attention_inputs<double> in;
+        in.q = qk; in.k = qk; in.v = v;
+        in.denom_params = params;
+        in.out_gate = out_gate;
+        att.forward(out, cache, in, 1, 3);
+        return std::vector<double>(out, out + 12);
+    }
+};
+
+void check_row(const std::vector<double>& o, int t, std::initializer_list<double> expected) {
+    int i = 0;
+    for (double e : expected) {
+        INFO("t = " << t << ", i = " << i);
+        CHECK(o[t * 4 + i] == Approx(e).margin(1e-12));
+        ++i;
+    }
+}
+}  // namespace
+
+TEST_CASE("denominators on 3 hand-computed tokens", "[attention]") {
+    three_tokens x;
+    SECTION("softmax: u / z") {
+        const auto o = x.run(denominator_kind::softmax);
+        check_row(o, 0, {1, 2, 0, 0});
+        check_row(o, 1, {0, 1, 1, 0});
+        check_row(o, 2, {1.75, 0.75, 0.25, 2});  // (14,6,2,16) / 8
+    }
+    SECTION("norm: u / |u|") {
+        const auto o = x.run(denominator_kind::norm);
+        const double n0 = std::sqrt(20.0), n2 = std::sqrt(492.0);  // 196 + 36 + 4 + 256
+        check_row(o, 0, {2 / n0, 4 / n0, 0, 0});
+        check_row(o, 2, {14 / n2, 6 / n2, 2 / n2, 16 / n2});
+    }
+    SECTION("rmsnorm: gain u / sqrt(mean u^2)") {
+        const double gain[4] = {1, 2, 1, 0.5};
+        const auto o = x.run(denominator_kind::rmsnorm, gain);
+        const double r2 = std::sqrt(123.0);  // mean square of u_2 = 492 / 4
+        check_row(o, 1, {0, 2 * 2 / std::sqrt(2.0), 2 / std::sqrt(2.0), 0});  // mean square of u_1 = 8 / 4
+        check_row(o, 2, {14 / r2, 2 * 6 / r2, 2 / r2, 0.5 * 16 / r2});
+    }
+    SECTION("layernorm: gain (u - mean) / std + bias") {
+        const double params[8] = {1, 1, 1, 2, 0, 0, 0, 1};  // gain, then bias
+        const auto o = x.run(denominator_kind::layernorm, params);
+        // u_2: mean 9.5, deviations (4.5, -3.5, -7.5, 6.5), variance 131 / 4 = 32.75
+        const double sd = std::sqrt(32.75);
+        check_row(o, 2, {4.5 / sd, -3.5 / sd, -7.5 / sd, 2 * 6.5 / sd + 1});
+    }
+    SECTION("length: u / t") {
+        const auto o = x.run(denominator_kind::length);
+        check_row(o, 0, {2, 4, 0, 0});
+        check_row(o, 1, {0, 1, 1, 0});
+        check_row(o, 2, {14.0 / 3, 2, 2.0 / 3, 16.0 / 3});
+    }
+    SECTION("gate: g_t u / t") {
+        const double g[3] = {0.5, 0.25, 0.75};
+        const auto o = x.run(denominator_kind::gate, nullptr, g);
+        check_row(o, 0, {1, 2, 0, 0});
+        check_row(o, 2, {0.75 * 14 / 3, 0.75 * 2, 0.75 * 2 / 3, 0.75 * 16 / 3});
+    }
+    SECTION("none: u") {
+        const auto o = x.run(denominator_kind::none);
+        check_row(o, 2, {14, 6, 2, 16});
+    }
+    SECTION("taylor order 2 / softmax: w = 1 + s + s^2 / 2") {
+        // w(0) = 1, w(2) = 5, w(4) = 13. t=1: (1 v_0 + 5 v_1) / 6; t=2: (5 v_0 + 5 v_1 + 13 v_2) / 23
+        const auto o = x.run(denominator_kind::softmax, nullptr, nullptr, numerator_kind::taylor, 2);
+        check_row(o, 1, {1.0 / 6, 7.0 / 6, 5.0 / 6, 0});
+        check_row(o, 2, {44.0 / 23, 15.0 / 23, 5.0 / 23, 52.0 / 23});
+    }
+    SECTION("elu1 / softmax: phi(x) = x + 1 for x > 0, exp(x) otherwise") {
+        // phi(k_0) = (3,1,1,1), phi(k_1) = (1,3,1,1), phi(k_2) = (3,3,1,1)
+        // t=1: w_10 = 3+3+1+1 = 8, w_11 = 1+9+1+1 = 12 -> (8 v_0 + 12 v_1) / 20
+        const auto o = x.run(denominator_kind::softmax, nullptr, nullptr, numerator_kind::elu1);
+        check_row(o, 1, {0.4, 28.0 / 20, 12.0 / 20, 0});
+    }
+}
+
+TEST_CASE("Taylor kernel by Horner equals the explicit sum; order 12 is close to exp", "[attention]") {
+    for (int order = 1; order <= 12; ++order) {
+        attention_config cfg = variant(numerator_kind::taylor, denominator_kind::softmax, order);
+        auto kernel = make_score_kernel<double>(cfg);
+        const double s[4] = {-2.0, -0.5, 0.7, 3.0};
+        double w[4];
+        kernel->forward_row(w, s, 4);
+        for (int i = 0; i < 4; ++i) {
+            double sum = 0, term = 1;
+            for (int m = 0; m <= order; ++m) {
+                sum += term;
+                term *= s[i] / (m + 1);
+            }
+            CHECK(w[i] == Approx(sum).epsilon(1e-14));
+        }
+        if (order == 12) CHECK(w[3] == Approx(std::exp(3.0)).epsilon(1e-4));
+    }
+}
