@@ -12,6 +12,7 @@
 #include "attnlab/io/csv.hpp"
 #include "attnlab/io/files.hpp"
 #include "attnlab/run/summary.hpp"
+#include "attnlab/train/checkpoint.hpp"
 #include "attnlab/train/trainer.hpp"
 
 namespace attnlab {
@@ -95,6 +96,7 @@ sweep_outcome run_sweep(const experiment_spec& spec, const runner_options& opt) 
         }
         make_dirs(run_dir);
         fs::remove(run_dir + "/result.yaml");
+        fs::remove(run_dir + "/" + checkpoint_filename);  // a stale one would not match this config
         write_file_atomic(run_dir + "/config.yaml", config_yaml);
         csv_writer metrics(run_dir + "/metrics.csv", metrics_header);
 
@@ -123,6 +125,13 @@ sweep_outcome run_sweep(const experiment_spec& spec, const runner_options& opt) 
                          r.m.seq_acc, last_tps / 1000, duration_text(run_left),
                          duration_text(run_left + runs_left_after * per_run));
         };
+        // Checkpoint: written before result.yaml, which marks the run complete.
+        bool saved = false;
+        cb.on_finished = [&](const transformer<float>& model) {
+            if (!params_finite(model)) return;
+            checkpoint_save(run_dir + "/" + checkpoint_filename, model);
+            saved = true;
+        };
         const run_result res = train_run(point.config, cb);
         if (res.status == run_status::interrupted) {
             spdlog::warn("{} interrupted; it will be redone when the spec is run again", tag);
@@ -135,12 +144,13 @@ sweep_outcome run_sweep(const experiment_spec& spec, const runner_options& opt) 
         ++trained;
         if (res.status == run_status::diverged) {
             ++out.diverged;
-            spdlog::warn("{} diverged: {}", tag, res.reason);
+            spdlog::warn("{} diverged: {}; no checkpoint saved", tag, res.reason);
         } else {
             ++out.ok;
             spdlog::info("{} done in {}: test token acc {:.4f}, seq acc {:.4f} (best {:.4f} at step {})", tag,
                          duration_text(res.wall_s), res.final_test.token_acc, res.final_test.seq_acc,
                          res.best_test.token_acc, res.best_step);
+            if (!saved) spdlog::warn("{} parameters not finite; no checkpoint saved", tag);
         }
         write_summary();
     }

@@ -157,6 +157,7 @@ run_result train_run(const run_config& cfg, const train_callbacks& cb) {
         }
     }
     res.wall_s = seconds_since(t0);
+    if (res.status == run_status::ok && cb.on_finished) cb.on_finished(model);
     return res;
 }
 

@@ -49,6 +49,10 @@ struct run_result {
 struct train_callbacks {
     std::function<void(const metrics_row&)> on_row;  // each metrics row, in order
     const std::atomic<bool>* stop = nullptr;         // set (e.g. by SIGINT): end the run as interrupted
+    // Called once with the trained model when the run completes all its steps
+    // (status ok; not for diverged or interrupted runs), after the last
+    // metrics row: where the parameters go (a checkpoint) is the caller's business.
+    std::function<void(const transformer<float>&)> on_finished = {};
 };
 
 // Scores `data` with the model in batches of at most chunk_B examples.
