@@ -28,7 +28,7 @@ void add_run(CLI::App& app, action& chosen) {
     opts->add_to(*cmd);
     cmd->add_option("--out", *out, "Directory that receives <name>/")->capture_default_str()->type_name("DIR");
     cmd->add_option("--threads", *threads, "Threads for OpenMP and Eigen (0: all cores)")->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
+        ->check(CLI::Range(0, 1024));
     cmd->callback([=, &chosen] {
         chosen = [=] {
             const experiment_spec spec = opts->load();

@@ -29,8 +29,9 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        const int code = app.exit(e);  // prints help/version (code 0) or the error
-        return code == 0 ? cli::exit_ok : cli::exit_bad_input;
+        if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+        std::fprintf(stderr, "attnlab: error: %s (see attnlab --help)\n", e.what());
+        return cli::exit_bad_input;
     }
     try {
         return chosen();

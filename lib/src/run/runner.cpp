@@ -14,6 +14,7 @@
 #include "attnlab/run/summary.hpp"
 #include "attnlab/train/checkpoint.hpp"
 #include "attnlab/train/trainer.hpp"
+#include "attnlab/util/error.hpp"
 
 namespace attnlab {
 
@@ -58,14 +59,20 @@ std::optional<run_result> finished_result(const std::string& run_dir, const std:
     const std::string cfg_path = run_dir + "/config.yaml";
     if (!fs::exists(cfg_path)) return std::nullopt;
     if (read_file(cfg_path) != config_yaml) return std::nullopt;
-    auto r = read_run_result(run_dir + "/result.yaml");
-    if (r && r->status == run_status::interrupted) return std::nullopt;
-    return r;
+    try {
+        auto r = read_run_result(run_dir + "/result.yaml");
+        if (r && r->status == run_status::interrupted) return std::nullopt;
+        return r;
+    } catch (const io_error& e) {  // e.g. a crash mid-write by an older version: redo the run
+        spdlog::warn("{}; the run will be redone", e.what());
+        return std::nullopt;
+    }
 }
 
 }  // namespace
 
 sweep_outcome run_sweep(const experiment_spec& spec, const runner_options& opt) {
+    if (opt.out_root.empty()) throw config_error("--out: the output directory must not be empty");
     set_threads(opt.threads);
     sweep_outcome out;
     out.dir = opt.out_root + "/" + spec.name;

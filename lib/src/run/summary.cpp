@@ -27,6 +27,8 @@ std::string run_result_to_yaml(const run_result& r) {
     s << "best_step: " << r.best_step << "\n";
     s << "wall_s: " << format_number(r.wall_s) << "\n";
     s << "params: " << r.params << "\n";
+    s << "nonpositive_denominator_steps: " << r.nonpositive_denominator_steps << "\n";
+    s << "first_nonpositive_step: " << r.first_nonpositive_step << "\n";
     return s.str();
 }
 
@@ -56,6 +58,8 @@ std::optional<run_result> read_run_result(const std::string& path) {
         r.best_step = n["best_step"].as<int>();
         r.wall_s = n["wall_s"].as<double>();
         r.params = n["params"].as<std::size_t>();
+        r.nonpositive_denominator_steps = n["nonpositive_denominator_steps"].as<long>();
+        r.first_nonpositive_step = n["first_nonpositive_step"].as<int>();
         return r;
     } catch (const YAML::Exception& e) {
         throw io_error(path + ": malformed run result (" + e.what() + ")");
@@ -76,7 +80,7 @@ std::string summary_csv(const experiment_spec& spec, const std::vector<summary_e
     header.insert(header.end(), spec.swept_keys.begin(), spec.swept_keys.end());
     for (const char* h : {"final_test_loss", "final_test_token_acc", "final_test_seq_acc", "best_test_loss",
                           "best_test_token_acc", "best_test_seq_acc", "best_step", "steps", "wall_s", "params",
-                          "reason"})
+                          "nonpositive_denominator_steps", "reason"})
         header.emplace_back(h);
     std::string out = csv_line(header);
     for (const auto& e : entries) {
@@ -92,7 +96,8 @@ std::string summary_csv(const experiment_spec& spec, const std::vector<summary_e
         std::snprintf(wall, sizeof wall, "%.2f", r.wall_s);
         row.emplace_back(wall);
         row.push_back(std::to_string(r.params));
-        row.push_back(r.reason);
+        row.push_back(std::to_string(r.nonpositive_denominator_steps));
+        row.push_back(describe(r));
         out += csv_line(row);
     }
     return out;

@@ -66,6 +66,16 @@ double seconds_since(clock_type::time_point t0) {
 
 }  // namespace
 
+std::string describe(const run_result& r) {
+    std::string text = r.reason;
+    if (r.nonpositive_denominator_steps > 0) {
+        if (!text.empty()) text += "; ";
+        text += "softmax denominator <= 0 in " + std::to_string(r.nonpositive_denominator_steps) + " steps (first at step " +
+                std::to_string(r.first_nonpositive_step) + ")";
+    }
+    return text;
+}
+
 eval_metrics evaluate(transformer<float>& model, const batch& data, int chunk_B) {
     metrics_accumulator acc;
     for (int first = 0; first < data.B; first += chunk_B) {
@@ -124,6 +134,9 @@ run_result train_run(const run_config& cfg, const train_callbacks& cb) {
         model.zero_grad();
         const float loss = model.forward(b.tokens.data(), b.targets.data(), b.B, b.T);
         window.add(model, b, 0, b.B);
+        if (model.nonpositive_denominator_rows() > 0) {
+            if (res.nonpositive_denominator_steps++ == 0) res.first_nonpositive_step = step;
+        }
         model.backward();
         const double gnorm = clip_grad_norm(model.grads, tc.clip);
         if (!std::isfinite(loss) || !std::isfinite(gnorm)) {

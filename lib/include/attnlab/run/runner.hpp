@@ -1,6 +1,6 @@
 // Runs every run of an experiment spec and writes SPEC §6's outputs:
 //   <out>/<name>/spec.yaml, summary.csv, table.md,
-//   <out>/<name>/runs/<run_id>/config.yaml, metrics.csv, result.yaml.
+//   <out>/<name>/runs/<run_id>/config.yaml, metrics.csv, model.safetensors, result.yaml.
 // A run whose result.yaml exists for the same config.yaml is skipped, so a
 // sweep stopped by Ctrl-C or a crash continues where it was; summary.csv and
 // table.md are rewritten atomically after every run.

@@ -44,7 +44,15 @@ struct run_result {
     int best_step = 0;
     double wall_s = 0;
     std::size_t params = 0;
+    // Training steps in which some softmax sum z_t was <= 0 (signed kernels:
+    // linear, cosine, odd Taylor orders), and the first such step (0: none).
+    long nonpositive_denominator_steps = 0;
+    int first_nonpositive_step = 0;
 };
+
+// One line for the summary: why a run diverged, and the steps whose softmax
+// denominator crossed zero ("" when there is nothing to say).
+std::string describe(const run_result& r);
 
 struct train_callbacks {
     std::function<void(const metrics_row&)> on_row;  // each metrics row, in order

@@ -1,0 +1,88 @@
+// The sweep runner in process: diverging runs are recorded and the sweep goes
+// on; a softmax sum that crosses zero is reported; summary.csv holds both.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "attnlab/io/files.hpp"
+#include "attnlab/run/runner.hpp"
+#include "attnlab/run/summary.hpp"
+
+using namespace attnlab;
+namespace fs = std::filesystem;
+
+namespace {
+struct temp_dir {
+    fs::path path;
+    temp_dir() {
+        path = fs::temp_directory_path() / ("attnlab_runner_" + std::to_string(std::random_device{}()));
+        fs::create_directories(path);
+    }
+    ~temp_dir() { fs::remove_all(path); }
+};
+
+// exp with no denominator and no clamp at lr 1 overflows within a few steps;
+// the same spec's bounded runs must still finish.
+const char* diverging_spec = R"(name: div
+base:
+  seed: 0
+  task: {kind: lookup, vocab: 16, seq_len: 8, pairs: 2, test_examples: 16}
+  model: {layers: 1, d_model: 16, heads: 2}
+  attention: {numerator: exp, denominator: none}
+  train: {steps: 40, batch: 4, lr: 1.0, warmup: 0, clip: 0, eval_every: 10}
+sweep:
+  - {attention.denominator: [none]}
+  - {attention.denominator: [softmax], train.lr: [1.0e-3]}
+  - {attention.numerator: [linear], attention.denominator: [softmax], train.lr: [1.0e-3]}
+)";
+}  // namespace
+
+TEST_CASE("a diverging run is recorded as diverged and the sweep goes on", "[runner]") {
+    temp_dir tmp;
+    const experiment_spec spec = parse_spec(diverging_spec, "div.yaml");
+    REQUIRE(spec.runs.size() == 3);
+    runner_options opt;
+    opt.out_root = tmp.path.string();
+    const sweep_outcome out = run_sweep(spec, opt);
+    CHECK(out.diverged == 1);
+    CHECK(out.ok == 2);
+
+    const auto diverged = read_run_result(out.dir + "/runs/" + spec.runs[0].id + "/result.yaml");
+    REQUIRE(diverged);
+    CHECK(diverged->status == run_status::diverged);
+    CHECK(diverged->steps < 40);
+    CHECK(diverged->reason.find("not finite at step") != std::string::npos);
+    CHECK_FALSE(fs::exists(out.dir + "/runs/" + spec.runs[0].id + "/model.safetensors"));
+
+    // linear/softmax: z_t = sum_j s_tj starts near 0 with either sign.
+    const auto signed_run = read_run_result(out.dir + "/runs/" + spec.runs[2].id + "/result.yaml");
+    REQUIRE(signed_run);
+    CHECK(signed_run->status == run_status::ok);
+    CHECK(signed_run->nonpositive_denominator_steps > 0);
+    CHECK(signed_run->first_nonpositive_step >= 1);
+    const auto softmax_run = read_run_result(out.dir + "/runs/" + spec.runs[1].id + "/result.yaml");
+    REQUIRE(softmax_run);
+    CHECK(softmax_run->nonpositive_denominator_steps == 0);
+
+    const std::string summary = read_file(out.dir + "/summary.csv");
+    CHECK(summary.find("\"attention.denominator=none,seed=0\",diverged,") != std::string::npos);
+    CHECK(summary.find("softmax denominator <= 0 in") != std::string::npos);
+    CHECK(summary.find(",ok,") != std::string::npos);
+}
+
+TEST_CASE("a malformed result.yaml makes the run be redone, not the sweep fail", "[runner]") {
+    temp_dir tmp;
+    experiment_spec spec = parse_spec(diverging_spec, "div.yaml");
+    spec.runs.resize(2);
+    runner_options opt;
+    opt.out_root = tmp.path.string();
+    run_sweep(spec, opt);
+    const std::string result = (tmp.path / "div" / "runs" / spec.runs[1].id / "result.yaml").string();
+    std::ofstream(result) << "garbage: [";
+    const sweep_outcome again = run_sweep(spec, opt);
+    CHECK(again.skipped == 1);
+    CHECK(again.ok == 1);
+    REQUIRE(read_run_result(result));
+}
