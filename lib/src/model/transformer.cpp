@@ -26,7 +26,7 @@ template <class T>
 transformer<T>::transformer(const model_config& m, const attention_config& a, int vocab, int max_T)
     : m_(m), V_(vocab), max_T_(max_T), C_(m.d_model), NH_(m.heads), HS_(m.d_model / m.heads),
       F_(resolved_mlp_hidden(m)), layout_(build_param_layout(m, a, vocab, max_T, off_)),
-      attn_(a, m.heads, m.d_model / m.heads) {
+      a_(a), attn_(a, m.heads, m.d_model / m.heads) {
     if (C_ % NH_ != 0) throw std::invalid_argument("d_model must be a multiple of heads");
     if (uses_rope()) rope_ = std::make_unique<rope_tables<T>>(max_T_, HS_);
     params.assign(layout_.total(), T(0));
@@ -118,7 +118,8 @@ T transformer<T>::forward(const std::int32_t* tokens, const std::int32_t* target
             linear_forward(a.g_out.data(), a.ln1.data(), p(bo.out_gate), p(bo.out_gate_bias), N, C, NH_);
             sigmoid_forward(a.g_out.data(), a.g_out.data(), static_cast<long>(N) * NH_);
         }
-        attn_.forward(a.att.data(), a.att_cache, attention_inputs_of(l), B, Tn);
+        if (recurrent_) recurrent_->forward(a.att.data(), attention_inputs_of(l), B, Tn);
+        else attn_.forward(a.att.data(), a.att_cache, attention_inputs_of(l), B, Tn);
         // mid = x + att @ Wo^T
         linear_forward(a.mid.data(), a.att.data(), p(bo.o), (const T*)nullptr, N, C, C);
         add_inplace(a.mid.data(), x, static_cast<long>(N) * C);
@@ -195,7 +196,14 @@ template <class T>
 void transformer<T>::zero_grad() { std::fill(grads.begin(), grads.end(), T(0)); }
 
 template <class T>
+void transformer<T>::set_attention_form(attention_form form, state_layout layout) {
+    if (form == attention_form::parallel) recurrent_.reset();
+    else recurrent_ = std::make_unique<recurrent_attention<T>>(a_, NH_, HS_, layout);
+}
+
+template <class T>
 void transformer<T>::backward() {
+    if (recurrent_) throw std::logic_error("backward() needs the parallel attention form");
     const int B = B_, Tn = T_, N = B * Tn, C = C_, F = F_;
     const int A = static_cast<int>(ans_rows_.size());
     const std::size_t NC = static_cast<std::size_t>(N) * C, NF = static_cast<std::size_t>(N) * F;

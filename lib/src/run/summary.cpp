@@ -7,6 +7,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "attnlab/attention/recurrent.hpp"
 #include "attnlab/io/csv.hpp"
 #include "attnlab/io/files.hpp"
 #include "attnlab/util/error.hpp"
@@ -66,6 +67,15 @@ std::optional<run_result> read_run_result(const std::string& path) {
     }
 }
 
+state_size run_state_size(const run_config& cfg) {
+    const int HS = cfg.model.d_model / cfg.model.heads, T = max_seq_len(cfg.task);
+    state_size s;
+    s.finite = has_finite_state(cfg.attention);
+    s.symmetric_floats = state_floats(cfg.attention, HS, state_layout::symmetric, T);
+    s.full_floats = state_floats(cfg.attention, HS, state_layout::full, T);
+    return s;
+}
+
 namespace {
 // The value of swept key `key` for a run ("" if its grid does not sweep it).
 std::string swept_value_of(const run_point& p, const std::string& key) {
@@ -80,7 +90,8 @@ std::string summary_csv(const experiment_spec& spec, const std::vector<summary_e
     header.insert(header.end(), spec.swept_keys.begin(), spec.swept_keys.end());
     for (const char* h : {"final_test_loss", "final_test_token_acc", "final_test_seq_acc", "best_test_loss",
                           "best_test_token_acc", "best_test_seq_acc", "best_step", "steps", "wall_s", "params",
-                          "nonpositive_denominator_steps", "reason"})
+                          "state_floats", "state_floats_full", "state_bytes", "nonpositive_denominator_steps",
+                          "reason"})
         header.emplace_back(h);
     std::string out = csv_line(header);
     for (const auto& e : entries) {
@@ -96,6 +107,10 @@ std::string summary_csv(const experiment_spec& spec, const std::vector<summary_e
         std::snprintf(wall, sizeof wall, "%.2f", r.wall_s);
         row.emplace_back(wall);
         row.push_back(std::to_string(r.params));
+        const state_size st = run_state_size(e.point->config);
+        row.push_back(std::to_string(st.symmetric_floats));
+        row.push_back(std::to_string(st.full_floats));
+        row.push_back(std::to_string(st.bytes()));
         row.push_back(std::to_string(r.nonpositive_denominator_steps));
         row.push_back(describe(r));
         out += csv_line(row);

@@ -27,7 +27,7 @@ bool params_finite(const transformer<float>& model) {
     return std::all_of(model.params.begin(), model.params.end(), [](float x) { return std::isfinite(x); });
 }
 
-eval_metrics evaluate_run_dir(const std::string& run_dir) {
+eval_metrics evaluate_run_dir(const std::string& run_dir, attention_form form, state_layout layout) {
     namespace fs = std::filesystem;
     if (!fs::is_directory(run_dir)) throw config_error(run_dir + ": no such run directory");
     const std::string config_path = run_dir + "/config.yaml";
@@ -53,6 +53,7 @@ eval_metrics evaluate_run_dir(const std::string& run_dir) {
     auto data = make_task(cfg.task, static_cast<std::uint64_t>(cfg.seed));
     transformer<float> model(cfg.model, cfg.attention, data->vocab_size(), max_seq_len(cfg.task));
     checkpoint_load(ckpt, model);
+    model.set_attention_form(form, layout);
     model.reserve(std::max(cfg.train.batch, 1), std::max(data->train_seq_len(), data->test_seq_len()));
     return evaluate(model, data->test_set(), cfg.train.batch);
 }

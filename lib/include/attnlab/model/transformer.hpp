@@ -12,11 +12,18 @@
 #include <vector>
 
 #include "attnlab/attention/attention.hpp"
+#include "attnlab/attention/recurrent.hpp"
 #include "attnlab/model/params.hpp"
 #include "attnlab/ops/ops.hpp"
 #include "attnlab/spec/run_config.hpp"
 
 namespace attnlab {
+
+// How forward() computes attention: the parallel (quadratic) form, or the
+// recurrent form step by step with a fixed-size state (or the key/value
+// cache for exp and clamped kernels), SPEC §2 "Recurrent form". Every other
+// layer acts on each position alone, so the rest of the model is shared.
+enum class attention_form { parallel, recurrent };
 
 template <class T>
 class transformer {
@@ -33,6 +40,11 @@ public:
 
     // Draws the SPEC §3 initialisation from `seed`.
     void init_params(std::uint64_t seed);
+    // Switches the attention of forward(); the recurrent form is for
+    // evaluation only (backward() refuses it).
+    void set_attention_form(attention_form form, state_layout layout = state_layout::symmetric);
+    attention_form form() const { return recurrent_ ? attention_form::recurrent : attention_form::parallel; }
+
     // Sizes the activation buffers for batches of up to B x T.
     void reserve(int B, int Tn);
 
@@ -74,7 +86,9 @@ private:
     int V_, max_T_, C_, NH_, HS_, F_;
     model_offsets off_;     // filled by build_param_layout: declared before layout_
     param_layout layout_;
+    attention_config a_;
     attention_layer<T> attn_;
+    std::unique_ptr<recurrent_attention<T>> recurrent_;  // set: forward() runs the recurrent form
     std::unique_ptr<rope_tables<T>> rope_;
 
     // activations of the last forward (B_, T_)

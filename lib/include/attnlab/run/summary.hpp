@@ -20,8 +20,19 @@ struct summary_entry {
     run_result result;
 };
 
+// State of one attention layer and head in recurrent form (SPEC §2): floats
+// of S and z in the symmetric and full Taylor layouts, or of the key/value
+// cache at the run's longest sequence for variants without a finite state.
+struct state_size {
+    bool finite = true;
+    std::size_t symmetric_floats = 0, full_floats = 0;
+    std::size_t bytes() const { return symmetric_floats * sizeof(float); }  // float32, symmetric layout
+};
+state_size run_state_size(const run_config& cfg);
+
 // One row per run: run_id, status, every swept key, final and best test
-// metrics, steps, wall_s, params, reason.
+// metrics, steps, wall_s, params, state size per layer and head, the steps
+// with a non-positive softmax sum, reason.
 std::string summary_csv(const experiment_spec& spec, const std::vector<summary_entry>& entries);
 
 // Mean ± std over seeds of the final test metrics, grouped by the other swept

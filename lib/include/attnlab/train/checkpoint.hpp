@@ -27,8 +27,11 @@ bool params_finite(const transformer<float>& model);
 // regenerates the test set from the run's seed, loads <run_dir>/model.safetensors
 // and evaluates in chunks of train.batch examples, as the trainer does, so the
 // metrics equal the last `test` row of the run's metrics.csv exactly (same
-// build and thread count). Throws config_error for a missing directory or a
-// bad config.yaml, io_error for a missing or bad checkpoint.
-eval_metrics evaluate_run_dir(const std::string& run_dir);
+// build and thread count). With the recurrent form, attention runs step by
+// step with a fixed-size state in `layout` (SPEC §2). Throws config_error for
+// a missing directory or a bad config.yaml, io_error for a missing or bad
+// checkpoint.
+eval_metrics evaluate_run_dir(const std::string& run_dir, attention_form form = attention_form::parallel,
+                              state_layout layout = state_layout::symmetric);
 
 }  // namespace attnlab

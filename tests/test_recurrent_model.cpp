@@ -1,0 +1,72 @@
+// The whole model evaluated with recurrent attention (SPEC §2 "Recurrent
+// form"): same losses as the parallel form in double, and a trained model
+// makes the same prediction at every answer position of its test set.
+#include <catch2/catch.hpp>
+
+#include "attnlab/model/transformer.hpp"
+#include "attnlab/tasks/task.hpp"
+#include "attnlab/train/trainer.hpp"
+#include "model_check.hpp"
+
+using namespace attnlab;
+using namespace attnlab::test;
+
+TEST_CASE("model forward: recurrent form = parallel form in double", "[recurrent][model]") {
+    std::vector<attention_config> cases(5);
+    cases[0].numerator = numerator_kind::taylor; cases[0].order = 3; cases[0].denominator = denominator_kind::norm;
+    cases[0].in_gate = true; cases[0].out_gate = true;
+    cases[1].numerator = numerator_kind::elu1; cases[1].denominator = denominator_kind::softmax;
+    cases[2].numerator = numerator_kind::exp; cases[2].denominator = denominator_kind::softmax;  // KV cache
+    cases[3].numerator = numerator_kind::linear; cases[3].denominator = denominator_kind::layernorm;
+    cases[4].numerator = numerator_kind::taylor; cases[4].order = 2; cases[4].denominator = denominator_kind::gate;
+    task_config t;
+    t.kind = task_kind::lookup; t.vocab = 16; t.seq_len = 8; t.pairs = 2; t.test_examples = 6;
+    auto data = make_task(t, 3);
+    const batch& test = data->test_set();
+    for (const auto& a : cases) {
+        for (auto layout : {state_layout::symmetric, state_layout::full}) {
+            INFO(to_string(a.numerator) << " / " << to_string(a.denominator));
+            transformer<double> model(micro_model(), a, data->vocab_size(), test.T);
+            model.init_params(7);
+            rng r(8);
+            for (auto& w : model.params) w += 0.2 * r.normal();
+            const double parallel = model.forward(test.tokens.data(), test.targets.data(), test.B, test.T);
+            const std::vector<double> parallel_losses = model.answer_losses();
+            model.set_attention_form(attention_form::recurrent, layout);
+            const double recurrent = model.forward(test.tokens.data(), test.targets.data(), test.B, test.T);
+            CHECK(std::abs(recurrent - parallel) <= 1e-10);
+            for (size_t i = 0; i < parallel_losses.size(); ++i)
+                CHECK(std::abs(model.answer_losses()[i] - parallel_losses[i]) <= 1e-10);
+            CHECK_THROWS(model.backward());
+        }
+    }
+}
+
+TEST_CASE("a trained lookup model predicts the same in recurrent and parallel form", "[recurrent][model][slow]") {
+    run_config c;
+    c.task.kind = task_kind::lookup;
+    c.task.vocab = 32; c.task.seq_len = 16; c.task.pairs = 2; c.task.test_examples = 256;
+    c.model.layers = 2; c.model.d_model = 32; c.model.heads = 2;
+    c.attention.numerator = numerator_kind::taylor; c.attention.order = 2;
+    c.attention.denominator = denominator_kind::softmax;
+    c.train.steps = 300; c.train.lr = 3e-3; c.train.warmup = 50; c.train.eval_every = 300;
+    std::vector<float> trained;
+    train_callbacks cb;
+    cb.on_finished = [&](const transformer<float>& m) { trained = m.params; };
+    const run_result r = train_run(c, cb);
+    REQUIRE(r.status == run_status::ok);
+    CHECK(r.final_test.token_acc > 0.3);  // trained well past chance (1/16), so predictions are not trivial
+
+    auto data = make_task(c.task, static_cast<std::uint64_t>(c.seed));
+    const batch& test = data->test_set();
+    transformer<float> model(c.model, c.attention, data->vocab_size(), test.T);
+    model.params = trained;
+    model.forward(test.tokens.data(), test.targets.data(), test.B, test.T);
+    const std::vector<std::int32_t> parallel = model.predictions();
+    REQUIRE(parallel.size() == static_cast<size_t>(test.B * 2));  // 2 answers per example
+    for (auto layout : {state_layout::symmetric, state_layout::full}) {
+        model.set_attention_form(attention_form::recurrent, layout);
+        model.forward(test.tokens.data(), test.targets.data(), test.B, test.T);
+        CHECK(model.predictions() == parallel);
+    }
+}
