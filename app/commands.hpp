@@ -14,6 +14,7 @@ void add_run(CLI::App& app, action& chosen);
 void add_validate(CLI::App& app, action& chosen);
 void add_list(CLI::App& app, action& chosen);
 void add_state(CLI::App& app, action& chosen);
+void add_bench(CLI::App& app, action& chosen);
 void add_eval(CLI::App& app, action& chosen);
 
 // Exit codes: success, any failure other than bad input, bad input.

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
     cli::add_validate(app, chosen);
     cli::add_list(app, chosen);
     cli::add_state(app, chosen);
+    cli::add_bench(app, chosen);
     cli::add_eval(app, chosen);
 
     // Progress goes to stderr so that stdout carries only results (list, validate).

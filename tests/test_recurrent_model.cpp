@@ -3,6 +3,7 @@
 // makes the same prediction at every answer position of its test set.
 #include <catch2/catch.hpp>
 
+#include "attnlab/model/generator.hpp"
 #include "attnlab/model/transformer.hpp"
 #include "attnlab/tasks/task.hpp"
 #include "attnlab/train/trainer.hpp"
@@ -68,5 +69,39 @@ TEST_CASE("a trained lookup model predicts the same in recurrent and parallel fo
         model.set_attention_form(attention_form::recurrent, layout);
         model.forward(test.tokens.data(), test.targets.data(), test.B, test.T);
         CHECK(model.predictions() == parallel);
+    }
+}
+
+TEST_CASE("generation step by step gives the parallel model's next-token losses", "[recurrent][model]") {
+    // Targets = next tokens at every position: the parallel forward's losses
+    // must equal -log softmax(step logits)[next token] of the generator.
+    std::vector<attention_config> cases(3);
+    cases[0].numerator = numerator_kind::taylor; cases[0].order = 2; cases[0].denominator = denominator_kind::softmax;
+    cases[0].in_gate = true;
+    cases[1].numerator = numerator_kind::exp; cases[1].denominator = denominator_kind::softmax;
+    cases[2].numerator = numerator_kind::cosine; cases[2].denominator = denominator_kind::rmsnorm;
+    cases[2].out_gate = true;
+    const std::vector<std::int32_t> seq = {3, 1, 4, 1, 5, 6, 2, 6, 5};  // 8 inputs, 8 next tokens
+    const int T = 8, V = 7;
+    std::vector<std::int32_t> tokens(seq.begin(), seq.end() - 1), targets(seq.begin() + 1, seq.end());
+    for (auto pos : {position_kind::rope, position_kind::learned}) {
+        for (const auto& a : cases) {
+            INFO(to_string(a.numerator) << " / " << to_string(a.denominator) << ", " << to_string(pos));
+            transformer<double> model(micro_model(mlp_kind::gelu, pos), a, V, T);
+            model.init_params(11);
+            rng r(12);
+            for (auto& w : model.params) w += 0.2 * r.normal();
+            model.forward(tokens.data(), targets.data(), 1, T);
+            const std::vector<double> expected = model.answer_losses();
+            generator<double> gen(model, state_layout::symmetric, T);
+            for (int t = 0; t < T; ++t) {
+                const std::vector<double>& z = gen.step(tokens[t]);
+                double mx = z[0], sum = 0;
+                for (double v : z) mx = std::max(mx, v);
+                for (double v : z) sum += std::exp(v - mx);
+                CHECK(std::abs(std::log(sum) + mx - z[targets[t]] - expected[t]) <= 1e-10);
+            }
+            CHECK_THROWS(gen.step(0));  // past max_len
+        }
     }
 }

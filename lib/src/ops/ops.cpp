@@ -123,23 +123,27 @@ rope_tables<T>::rope_tables(int max_T_, int HS) : max_T(max_T_), half(HS / 2) {
 // Rotate-half: for i < HS/2, pair (x_i, x_{i+HS/2}):
 //   y_i = x_i cos - x_{i+h} sin,  y_{i+h} = x_{i+h} cos + x_i sin.
 template <class T>
-void rope_forward(T* out, const T* inp, const rope_tables<T>& tab, int B, int Tn, int NH, int HS) {
-    const int h2 = HS / 2, C = NH * HS;
-    const long N = static_cast<long>(B) * Tn;
-#pragma omp parallel for if (N * C > parallel_threshold)
-    for (long n = 0; n < N; ++n) {
-        const T* cs = tab.cos.data() + (n % Tn) * h2;
-        const T* sn = tab.sin.data() + (n % Tn) * h2;
-        for (int h = 0; h < NH; ++h) {
-            const T* x = inp + n * C + h * HS;
-            T* y = out + n * C + h * HS;
-            for (int i = 0; i < h2; ++i) {
-                const T a = x[i], b = x[i + h2];
-                y[i] = a * cs[i] - b * sn[i];
-                y[i + h2] = b * cs[i] + a * sn[i];
-            }
+void rope_forward_at(T* out, const T* inp, const rope_tables<T>& tab, int pos, int NH, int HS) {
+    const int h2 = HS / 2;
+    const T* cs = tab.cos.data() + static_cast<long>(pos) * h2;
+    const T* sn = tab.sin.data() + static_cast<long>(pos) * h2;
+    for (int h = 0; h < NH; ++h) {
+        const T* x = inp + h * HS;
+        T* y = out + h * HS;
+        for (int i = 0; i < h2; ++i) {
+            const T a = x[i], b = x[i + h2];
+            y[i] = a * cs[i] - b * sn[i];
+            y[i + h2] = b * cs[i] + a * sn[i];
         }
     }
+}
+
+template <class T>
+void rope_forward(T* out, const T* inp, const rope_tables<T>& tab, int B, int Tn, int NH, int HS) {
+    const int C = NH * HS;
+    const long N = static_cast<long>(B) * Tn;
+#pragma omp parallel for if (N * C > parallel_threshold)
+    for (long n = 0; n < N; ++n) rope_forward_at(out + n * C, inp + n * C, tab, static_cast<int>(n % Tn), NH, HS);
 }
 
 // The rotation's transpose: dx_i = dy_i cos + dy_{i+h} sin, dx_{i+h} = dy_{i+h} cos - dy_i sin.
@@ -263,6 +267,7 @@ void cross_entropy_backward(T* dlogits, const T* probs, const std::int32_t* targ
     template struct rope_tables<T>;                                                                \
     template void rope_forward<T>(T*, const T*, const rope_tables<T>&, int, int, int, int);        \
     template void rope_backward<T>(T*, const T*, const rope_tables<T>&, int, int, int, int);       \
+    template void rope_forward_at<T>(T*, const T*, const rope_tables<T>&, int, int, int);          \
     template void swiglu_forward<T>(T*, const T*, const T*, int, int);                             \
     template void swiglu_backward<T>(T*, T*, const T*, const T*, const T*, int, int);              \
     template void gelu_forward<T>(T*, const T*, long);                                             \

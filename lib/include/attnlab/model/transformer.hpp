@@ -32,6 +32,8 @@ public:
 
     const model_config& config() const { return m_; }
     const param_layout& layout() const { return layout_; }
+    const model_offsets& offsets() const { return off_; }
+    const attention_config& attention() const { return a_; }
     int vocab() const { return V_; }
     int max_T() const { return max_T_; }
 

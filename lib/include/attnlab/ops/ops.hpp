@@ -47,6 +47,9 @@ template <class T>
 void rope_forward(T* out, const T* inp, const rope_tables<T>& tab, int B, int Tn, int NH, int HS);
 template <class T>
 void rope_backward(T* dinp, const T* dout, const rope_tables<T>& tab, int B, int Tn, int NH, int HS);
+// out (C) = rope(inp (C)) of one token at position `pos` (generation).
+template <class T>
+void rope_forward_at(T* out, const T* inp, const rope_tables<T>& tab, int pos, int NH, int HS);
 
 // out (N, F) = silu(gate) * up
 template <class T>
