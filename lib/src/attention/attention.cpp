@@ -111,8 +111,9 @@ void attention_layer<T>::forward(T* out, attention_cache<T>& cache, const attent
                 for (int j = t + 1; j < Tn; ++j) W(t, j) = T(0);
                 if (need_z) {
                     z[t] = W.row(t).head(t + 1).sum();
-                    nonpositive += !(z[t] > T(0));
-                    min_abs = std::min(min_abs, std::abs(z[t]));
+                    const T divisor = z[t] + denom_->weight_sum_offset();
+                    nonpositive += !(divisor > T(0));
+                    min_abs = std::min(min_abs, std::abs(divisor));
                 }
             }
             cache.nonpositive_wsum[bh] = nonpositive;

@@ -140,6 +140,7 @@ class softmax_denominator final : public denominator<T> {
 public:
     softmax_denominator(T added_eps, bool detach) : added_eps_(added_eps), detach_(detach) {}
     bool uses_weight_sum() const override { return true; }
+    T weight_sum_offset() const override { return added_eps_; }
     void forward_row(T* o, const T* u, T z, int, const T*, int HS) const override {
         const T inv = T(1) / (z + added_eps_);
         for (int i = 0; i < HS; ++i) o[i] = u[i] * inv;

@@ -44,8 +44,9 @@ struct attention_cache {
     std::vector<T> numer;         // (B, NH, T, HS) u_t
     std::vector<T> phi_q, phi_k;  // (B, NH, T, HS) features (feature maps)
     std::vector<T> dparams;       // (B, NH, P) per-head parts of the denominator's parameter gradient
-    std::vector<long> nonpositive_wsum;  // (B * NH) rows with z_t <= 0 in the last forward (softmax only)
-    std::vector<T> min_abs_wsum;         // (B * NH) smallest |z_t| in the last forward (softmax only; else inf)
+    // Of the divisor z_t (+ eps for elu1/relu) of the softmax denominator, last forward:
+    std::vector<long> nonpositive_wsum;  // (B * NH) rows where it was <= 0
+    std::vector<T> min_abs_wsum;         // (B * NH) its smallest magnitude (inf without softmax)
     void resize(int B, int T_cap, int NH, int HS, int denom_params);
     // Rows of the last forward whose softmax sum was <= 0 (signed kernels can do this).
     long nonpositive_rows() const;
