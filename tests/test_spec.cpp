@@ -44,6 +44,12 @@ const std::string base_spec =
     "    lr: 0.01\n"            // 18
     "    warmup: 10\n";         // 19
 
+// The task section of base_spec, and the same four lines for the other tasks.
+const std::string lookup_task = "    kind: lookup\n    vocab: 64\n    seq_len: 32\n    pairs: 4\n";
+const std::string selective_copy_task =
+    "    kind: selective_copy\n    vocab: 10\n    n_tokens: 4\n    noise_len: 12\n";
+const std::string induction_task = "    kind: induction\n    vocab: 16\n    seq_len: 20\n    test_examples: 32\n";
+
 // base_spec with one exact piece of text replaced.
 std::string edit(const std::string& from, const std::string& to, std::string text = base_spec) {
     auto at = text.find(from);
@@ -84,6 +90,8 @@ void require_same(const run_config& a, const run_config& b) {
     CHECK(a.task.max_len == b.task.max_len);
     CHECK(a.task.test_min_len == b.task.test_min_len);
     CHECK(a.task.test_max_len == b.task.test_max_len);
+    CHECK(a.task.n_tokens == b.task.n_tokens);
+    CHECK(a.task.noise_len == b.task.noise_len);
     CHECK(a.task.test_examples == b.task.test_examples);
     CHECK(a.task.train_examples == b.task.train_examples);
     CHECK(a.model.layers == b.model.layers);
@@ -156,6 +164,63 @@ TEST_CASE("spec: copy lengths default to each other", "[spec]") {
     CHECK(c.task.min_len == 12);
     CHECK(c.task.test_min_len == 12);
     CHECK(c.task.test_max_len == 20);
+}
+
+TEST_CASE("spec: selective_copy and induction specs", "[spec]") {
+    SECTION("selective_copy") {
+        const experiment_spec s = parse_spec(edit(lookup_task, selective_copy_task), "spec.yaml");
+        REQUIRE(s.runs.size() == 1);
+        const task_config& t = s.runs[0].config.task;
+        CHECK(t.kind == task_kind::selective_copy);
+        CHECK(t.vocab == 10);
+        CHECK(t.n_tokens == 4);
+        CHECK(t.noise_len == 12);
+        CHECK(model_vocab_size(t) == 10);
+        CHECK(train_seq_len(t) == 12 + 2 * 4);
+        CHECK(test_seq_len(t) == 20);
+        const std::string text = run_config_to_yaml(s.runs[0].config);
+        CHECK_THAT(text, Contains("task:\n  kind: selective_copy\n  vocab: 10\n  n_tokens: 4\n  noise_len: 12\n"));
+        CHECK_THAT(text, !Contains("seq_len") && !Contains("pairs") && !Contains("max_len"));
+        // noise_len 0 is plain copying of M tokens: allowed.
+        CHECK(parse_spec(edit("noise_len: 12", "noise_len: 0", edit(lookup_task, selective_copy_task)), "spec.yaml")
+                  .runs.at(0).config.task.noise_len == 0);
+    }
+    SECTION("induction") {
+        const experiment_spec s = parse_spec(edit(lookup_task, induction_task), "spec.yaml");
+        REQUIRE(s.runs.size() == 1);
+        const task_config& t = s.runs[0].config.task;
+        CHECK(t.kind == task_kind::induction);
+        CHECK(t.vocab == 16);
+        CHECK(t.seq_len == 20);
+        CHECK(t.test_examples == 32);
+        CHECK(model_vocab_size(t) == 16);
+        CHECK(train_seq_len(t) == 21);
+        CHECK(test_seq_len(t) == 21);
+        const std::string text = run_config_to_yaml(s.runs[0].config);
+        CHECK_THAT(text, Contains("task:\n  kind: induction\n  vocab: 16\n  seq_len: 20\n  test_examples: 32\n"));
+        // Odd lengths and seq_len 3 are fine for induction (not for lookup).
+        CHECK(parse_spec(edit("seq_len: 20", "seq_len: 3", edit(lookup_task, induction_task)), "spec.yaml")
+                  .runs.at(0).config.task.seq_len == 3);
+    }
+    SECTION("a sweep over task.kind keeps seq_len for induction and drops pairs") {
+        const experiment_spec s = parse_spec(base_spec + "sweep: {task.kind: [lookup, induction]}\n", "spec.yaml");
+        REQUIRE(ids(s) == std::vector<std::string>{"task.kind=lookup,seed=0", "task.kind=induction,seed=0"});
+        const run_config& c = s.runs[1].config;
+        CHECK(c.task.kind == task_kind::induction);
+        CHECK(c.task.seq_len == 32);
+        CHECK(c.task.vocab == 64);
+        CHECK_THAT(run_config_to_yaml(c), !Contains("pairs"));
+    }
+    SECTION("a union of grids gives selective_copy its keys") {
+        const experiment_spec s = parse_spec(
+            base_spec + "sweep:\n  - {task.kind: [lookup]}\n"
+                        "  - {task.kind: [selective_copy], task.vocab: [6], task.n_tokens: [2, 3], task.noise_len: [5]}\n",
+            "spec.yaml");
+        REQUIRE(s.runs.size() == 3);
+        CHECK(s.runs[2].id == "task.kind=selective_copy,task.vocab=6,task.n_tokens=3,task.noise_len=5,seed=0");
+        CHECK(s.runs[2].config.task.n_tokens == 3);
+        CHECK(train_seq_len(s.runs[2].config.task) == 11);
+    }
 }
 
 TEST_CASE("spec: a grid is the cross product, row-major, seeds innermost", "[spec]") {
@@ -256,6 +321,8 @@ TEST_CASE("spec: false booleans count as not set", "[spec]") {
 TEST_CASE("spec: run_config YAML round-trips exactly", "[spec]") {
     std::vector<std::string> specs = {
         base_spec,
+        edit(lookup_task, selective_copy_task),
+        edit(lookup_task, induction_task),
         edit("    numerator: exp\n",
              "    numerator: taylor\n    order: 7\n    clamp: -2.5\n    eps: 1.0e-300\n    in_gate: true\n"),
         edit("    kind: lookup\n    vocab: 64\n    seq_len: 32\n    pairs: 4\n",
@@ -269,7 +336,7 @@ TEST_CASE("spec: run_config YAML round-trips exactly", "[spec]") {
              edit("    pairs: 4\n", "    pairs: 4\n    power_a: 0.5\n    random_filler: true\n")),
     };
     // The last edit puts power_a under train: drop it there again.
-    specs[4] = edit("    weight_decay: 0.0\n    power_a: 0.5\n", "    weight_decay: 0.0\n", specs[4]);
+    specs.back() = edit("    weight_decay: 0.0\n    power_a: 0.5\n", "    weight_decay: 0.0\n", specs.back());
     for (const std::string& yaml : specs) {
         const run_config c = parse_spec(yaml, "spec.yaml").runs.at(0).config;
         const std::string text = run_config_to_yaml(c);
@@ -342,8 +409,8 @@ TEST_CASE("spec errors: out of range", "[spec]") {
                StartsWith("spec.yaml:18: base.train.lr: expected a number > 0, got -0.01"));
     CHECK_THAT(error_of(edit("    layers: 2\n", "    layers: 0\n")),
                StartsWith("spec.yaml:10: base.model.layers: expected an integer in [1, 64], got 0"));
-    CHECK_THAT(error_of(edit("    seq_len: 32\n", "    seq_len: 33\n")),
-               StartsWith("spec.yaml:7: base.task.seq_len: expected an even integer >= 4, got 33"));
+    CHECK_THAT(error_of(edit("    seq_len: 32\n", "    seq_len: 2\n")),
+               StartsWith("spec.yaml:7: base.task.seq_len: expected an integer in [3, 268435456], got 2"));
     CHECK_THAT(error_of(edit("  seed: 0\n", "  seed: 99999999999999999999\n")),
                StartsWith("spec.yaml:3: base.seed: expected an integer >= 0"));
 }
@@ -384,6 +451,55 @@ TEST_CASE("spec errors: impossible combinations in the base", "[spec]") {
     const std::string copy = edit("    kind: lookup\n    vocab: 64\n    seq_len: 32\n    pairs: 4\n",
                                   "    kind: copy\n    vocab: 10\n    min_len: 9\n    max_len: 8\n");
     CHECK_THAT(error_of(copy), StartsWith("spec.yaml:7: base.task.min_len: task.min_len 9 exceeds task.max_len 8"));
+}
+
+TEST_CASE("spec errors: selective_copy and induction", "[spec]") {
+    const std::string sc = edit(lookup_task, selective_copy_task);
+    const std::string ind = edit(lookup_task, induction_task);
+    // Impossible vocabularies: fewer than 2 content tokens.
+    CHECK_THAT(error_of(edit("    vocab: 10\n", "    vocab: 3\n", sc)),
+               StartsWith("spec.yaml:6: base.task.vocab: selective_copy needs task.vocab >= 4 (blank 0, marker "
+                          "vocab-1, content 1..vocab-2), got 3"));
+    CHECK_THAT(error_of(edit("    vocab: 16\n", "    vocab: 3\n", ind)),
+               StartsWith("spec.yaml:6: base.task.vocab: induction needs task.vocab >= 4 (2 specials"));
+    // Too short for a trigger, its target and a token before the final trigger.
+    CHECK_THAT(error_of(edit("    seq_len: 20\n", "    seq_len: 2\n", ind)),
+               StartsWith("spec.yaml:7: base.task.seq_len: expected an integer in [3, 268435456], got 2"));
+    // Ranges and types of the selective_copy keys.
+    CHECK_THAT(error_of(edit("    n_tokens: 4\n", "    n_tokens: 0\n", sc)),
+               StartsWith("spec.yaml:7: base.task.n_tokens: expected an integer in [1, 268435456], got 0"));
+    CHECK_THAT(error_of(edit("    noise_len: 12\n", "    noise_len: -1\n", sc)),
+               StartsWith("spec.yaml:8: base.task.noise_len: expected an integer in [0, 268435456], got -1"));
+    CHECK_THAT(error_of(edit("    n_tokens: 4\n", "    n_tokens: four\n", sc)),
+               StartsWith("spec.yaml:7: base.task.n_tokens: expected an integer in [1, 268435456], got 'four'"));
+    // Missing keys where they apply.
+    CHECK_THAT(error_of(edit("    noise_len: 12\n", "", sc)),
+               StartsWith("spec.yaml:4: base.task.noise_len: missing required key (needed when task.kind is "
+                          "selective_copy)"));
+    CHECK_THAT(error_of(edit("    seq_len: 20\n", "", ind)),
+               StartsWith("spec.yaml:4: base.task.seq_len: missing required key (needed when task.kind is one of "
+                          "lookup, induction)"));
+    // Keys of another task.
+    CHECK_THAT(error_of(edit("    pairs: 4\n", "    pairs: 4\n    n_tokens: 3\n")),
+               StartsWith("spec.yaml:9: base.task.n_tokens: has no effect: task.n_tokens applies only when "
+                          "task.kind is selective_copy, but task.kind is lookup"));
+    CHECK_THAT(error_of(edit("    test_examples: 32\n", "    pairs: 4\n", ind)),
+               StartsWith("spec.yaml:8: base.task.pairs: has no effect") &&
+                   Contains("task.kind is lookup, but task.kind is induction"));
+    CHECK_THAT(error_of(edit("    noise_len: 12\n", "    noise_len: 12\n    seq_len: 8\n", sc)),
+               StartsWith("spec.yaml:9: base.task.seq_len: has no effect") &&
+                   Contains("applies only when task.kind is one of lookup, induction, but task.kind is selective_copy"));
+    // lookup keeps its own rule on seq_len.
+    CHECK_THAT(error_of(edit("    seq_len: 32\n", "    seq_len: 33\n")),
+               StartsWith("spec.yaml:7: base.task.seq_len: lookup needs an even task.seq_len, got 33"));
+    // A sweep or --set that switches the task names what is missing.
+    CHECK_THAT(error_of(base_spec + "sweep: {task.kind: [lookup, selective_copy]}\n"),
+               StartsWith("spec.yaml:20: sweep.task.kind: selective_copy needs task.n_tokens, which is not set") &&
+                   Contains("(at sweep point task.kind=selective_copy)"));
+    CHECK_THAT(error_of(base_spec + "sweep:\n  task.kind: [induction]\n  task.vocab: [3, 8]\n"),
+               StartsWith("spec.yaml:22: sweep.task.vocab: induction needs task.vocab >= 4") &&
+                   Contains("(at sweep point task.kind=induction,task.vocab=3)"));
+    CHECK_THAT(error_of(base_spec, {"task.noise_len=5"}), StartsWith("--set: task.noise_len: has no effect"));
 }
 
 TEST_CASE("spec errors: sweeps", "[spec]") {

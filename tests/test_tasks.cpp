@@ -1,6 +1,8 @@
-// Synthetic tasks (SPEC §4): structure of copy and lookup examples, the MQAR
-// query-slot distribution against exact successive-sampling probabilities,
-// every parameter reaching its generator, determinism and the fixed pool.
+// Synthetic tasks (SPEC §4): structure of copy, lookup, selective_copy and
+// induction examples, the MQAR query-slot distribution against exact
+// successive-sampling probabilities, the selective-copy positions and the
+// induction trigger position against their uniform laws, every parameter
+// reaching its generator, determinism and the fixed pool.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -50,6 +52,27 @@ task_config lookup_config() {
     c.pairs = 4;
     c.power_a = 0.01;
     c.random_filler = false;
+    c.test_examples = 64;
+    c.train_examples = 0;
+    return c;
+}
+
+task_config selective_copy_config() {
+    task_config c;
+    c.kind = task_kind::selective_copy;
+    c.vocab = 10;
+    c.n_tokens = 4;
+    c.noise_len = 12;
+    c.test_examples = 64;
+    c.train_examples = 0;
+    return c;
+}
+
+task_config induction_config() {
+    task_config c;
+    c.kind = task_kind::induction;
+    c.vocab = 16;
+    c.seq_len = 20;
     c.test_examples = 64;
     c.train_examples = 0;
     return c;
@@ -118,6 +141,54 @@ std::map<std::int32_t, int> check_lookup_example(const row& tok, const row& tgt,
     }
     CHECK(static_cast<int>(query_pos.size()) == P);  // every key exactly once
     return query_pos;
+}
+
+// Checks one selective_copy example (A vocab, M tokens, L blanks) and returns
+// the positions of its M tokens among the L + M data slots.
+std::vector<int> check_selective_copy_example(const row& tok, const row& tgt, int A, int M, int L) {
+    const int slots = L + M, T = L + 2 * M;
+    REQUIRE(static_cast<int>(tok.size()) == T);
+    REQUIRE(static_cast<int>(tgt.size()) == T);
+    std::vector<int> pos;
+    for (int t = 0; t < slots; ++t) {
+        INFO("data slot " << t);
+        CHECK(tgt[t] == no_target);
+        CHECK(tok[t] >= 0);
+        CHECK(tok[t] <= A - 2);  // blank or content, never the marker
+        if (tok[t] != 0) pos.push_back(t);
+    }
+    REQUIRE(static_cast<int>(pos.size()) == M);  // content ids are >= 1: every token is seen
+    for (int i = 0; i < M; ++i) {
+        INFO("marker " << i);
+        CHECK(tok[slots + i] == A - 1);
+        CHECK(tgt[slots + i] == tok[pos[static_cast<size_t>(i)]]);  // the i-th token, in order
+    }
+    return pos;
+}
+
+// Checks one induction example (V vocab, N = seq_len) and returns the
+// position p of the first trigger.
+int check_induction_example(const row& tok, const row& tgt, int V, int N) {
+    const std::int32_t trigger = V - 1;
+    REQUIRE(static_cast<int>(tok.size()) == N + 1);
+    REQUIRE(static_cast<int>(tgt.size()) == N + 1);
+    CHECK(tok[N] == trigger);
+    REQUIRE(std::count(tok.begin(), tok.end(), trigger) == 2);
+    const int p = static_cast<int>(std::find(tok.begin(), tok.end(), trigger) - tok.begin());
+    CHECK(p >= 0);
+    CHECK(p <= N - 3);
+    for (int t = 0; t <= N; ++t) {
+        INFO("position " << t);
+        if (t != p && t != N) {
+            CHECK(tok[t] >= 1);  // id 0 (the unused special) never appears
+            CHECK(tok[t] <= V - 2);
+        }
+        if (t < N) CHECK(tgt[t] == no_target);
+    }
+    CHECK(tgt[N] == tok[p + 1]);  // the token that followed the earlier trigger
+    CHECK(tgt[N] >= 1);
+    CHECK(tgt[N] <= V - 2);
+    return p;
 }
 
 // All the data a task produces in its first steps: test set and three batches.
@@ -328,6 +399,161 @@ TEST_CASE("lookup: query slots follow successive sampling by (g+1)^(a-1)", "[tas
     }
 }
 
+TEST_CASE("selective_copy: hand-worked examples without noise", "[tasks]") {
+    // noise_len 0: the M tokens fill slots 0..M-1, then M markers; marker i
+    // answers token i. A = 4: content {1, 2}, marker 3.
+    task_config c = selective_copy_config();
+    c.vocab = 4;
+    c.n_tokens = 2;
+    c.noise_len = 0;
+    auto tk = make_task(c, 3);
+    CHECK(tk->vocab_size() == 4);
+    batch b;
+    tk->next_train_batch(b, 8);
+    REQUIRE(b.T == 4);
+    for (int i = 0; i < b.B; ++i) {
+        const row tok = tokens_of(b, i), tgt = targets_of(b, i);
+        CHECK((tok[0] == 1 || tok[0] == 2));
+        CHECK((tok[1] == 1 || tok[1] == 2));
+        CHECK(tok[2] == 3);
+        CHECK(tok[3] == 3);
+        CHECK(tgt == row{no_target, no_target, tok[0], tok[1]});
+    }
+}
+
+TEST_CASE("selective_copy: structure of many examples and sizes", "[tasks]") {
+    task_config c = selective_copy_config();
+    c.vocab = 12;
+    c.n_tokens = 6;
+    c.noise_len = 20;
+    auto tk = make_task(c, 9);
+    CHECK(tk->vocab_size() == 12);
+    CHECK(tk->train_seq_len() == 20 + 2 * 6);
+    CHECK(tk->test_seq_len() == 32);
+    batch b;
+    tk->next_train_batch(b, 1000);
+    REQUIRE(b.B == 1000);
+    REQUIRE(b.T == 32);
+    const int slots = c.noise_len + c.n_tokens;
+    std::vector<double> occupied(static_cast<size_t>(slots), 0.0);
+    std::vector<long> count(static_cast<size_t>(c.vocab), 0);
+    long tokens = 0;
+    for (int i = 0; i < b.B; ++i) {
+        const row tok = tokens_of(b, i), tgt = targets_of(b, i);
+        for (int p : check_selective_copy_example(tok, tgt, c.vocab, c.n_tokens, c.noise_len)) {
+            occupied[static_cast<size_t>(p)] += 1.0 / b.B;
+            ++count[static_cast<size_t>(tok[p])];
+            ++tokens;
+        }
+    }
+    // Every slot holds a token with probability M / (L + M) = 0.23.
+    const double q = double(c.n_tokens) / slots, sd_q = std::sqrt(q * (1 - q) / b.B);
+    for (int s = 0; s < slots; ++s) {
+        INFO("slot " << s);
+        CHECK(std::abs(occupied[static_cast<size_t>(s)] - q) < 6 * sd_q);
+    }
+    // Tokens uniform over 1..A-2.
+    CHECK(count[0] == 0);
+    CHECK(count[static_cast<size_t>(c.vocab - 1)] == 0);
+    const double p = 1.0 / (c.vocab - 2), sd = std::sqrt(p * (1 - p) / tokens);
+    for (int v = 1; v <= c.vocab - 2; ++v) {
+        INFO("token " << v);
+        CHECK(std::abs(double(count[static_cast<size_t>(v)]) / tokens - p) < 6 * sd);
+    }
+    const batch& ts = tk->test_set();
+    REQUIRE(ts.B == c.test_examples);
+    REQUIRE(ts.T == 32);
+    for (int i = 0; i < ts.B; ++i)
+        check_selective_copy_example(tokens_of(ts, i), targets_of(ts, i), c.vocab, c.n_tokens, c.noise_len);
+}
+
+TEST_CASE("selective_copy: every set of positions is equally likely", "[tasks]") {
+    // L = 3, M = 2: the C(5, 2) = 10 position sets each have probability 0.1.
+    task_config c = selective_copy_config();
+    c.n_tokens = 2;
+    c.noise_len = 3;
+    auto tk = make_task(c, 17);
+    const int N = 20000;
+    batch b;
+    tk->next_train_batch(b, N);
+    std::map<std::vector<int>, double> freq;
+    for (int i = 0; i < N; ++i)
+        freq[check_selective_copy_example(tokens_of(b, i), targets_of(b, i), c.vocab, 2, 3)] += 1.0 / N;
+    REQUIRE(freq.size() == 10);
+    const double sd = std::sqrt(0.1 * 0.9 / N);
+    for (const auto& [pos, f] : freq) {
+        INFO("positions " << pos[0] << ", " << pos[1]);
+        CHECK(std::abs(f - 0.1) < 6 * sd);
+    }
+}
+
+TEST_CASE("induction: hand-worked example of the shortest sequence", "[tasks]") {
+    // seq_len 3, V = 4 (content {1, 2}, trigger 3): p is in [0, 0], so
+    // x_0 = trigger, x_1 its target, x_2 random, then the final trigger:
+    // tokens [3, x1, x2, 3], target x1 at position 3 only.
+    task_config c = induction_config();
+    c.vocab = 4;
+    c.seq_len = 3;
+    auto tk = make_task(c, 5);
+    CHECK(tk->vocab_size() == 4);
+    batch b;
+    tk->next_train_batch(b, 8);
+    REQUIRE(b.T == 4);
+    for (int i = 0; i < b.B; ++i) {
+        const row tok = tokens_of(b, i), tgt = targets_of(b, i);
+        CHECK(tok[0] == 3);
+        CHECK((tok[1] == 1 || tok[1] == 2));
+        CHECK((tok[2] == 1 || tok[2] == 2));
+        CHECK(tok[3] == 3);
+        CHECK(tgt == row{no_target, no_target, no_target, tok[1]});
+    }
+}
+
+TEST_CASE("induction: structure of many examples and sizes", "[tasks]") {
+    task_config c = induction_config();
+    c.vocab = 12;
+    c.seq_len = 24;
+    auto tk = make_task(c, 9);
+    CHECK(tk->vocab_size() == 12);
+    CHECK(tk->train_seq_len() == 25);
+    CHECK(tk->test_seq_len() == 25);
+    const int N = 4400;
+    batch b;
+    tk->next_train_batch(b, N);
+    REQUIRE(b.T == 25);
+    // p uniform over [0, seq_len - 3]: 22 values.
+    const int np = c.seq_len - 2;
+    std::vector<double> fp(static_cast<size_t>(np), 0.0);
+    std::vector<long> count(static_cast<size_t>(c.vocab), 0), answers(static_cast<size_t>(c.vocab), 0);
+    long content = 0;
+    for (int i = 0; i < N; ++i) {
+        const row tok = tokens_of(b, i), tgt = targets_of(b, i);
+        const int p = check_induction_example(tok, tgt, c.vocab, c.seq_len);
+        fp[static_cast<size_t>(p)] += 1.0 / N;
+        ++answers[static_cast<size_t>(tgt[static_cast<size_t>(c.seq_len)])];
+        for (int t = 0; t < c.seq_len; ++t)
+            if (t != p) {
+                ++count[static_cast<size_t>(tok[t])];
+                ++content;
+            }
+    }
+    const double q = 1.0 / np, sd_q = std::sqrt(q * (1 - q) / N);
+    for (int p = 0; p < np; ++p) {
+        INFO("trigger at " << p);
+        CHECK(std::abs(fp[static_cast<size_t>(p)] - q) < 6 * sd_q);
+    }
+    // Content tokens and answers uniform over 1..V-2.
+    const double u = 1.0 / (c.vocab - 2);
+    for (int v = 1; v <= c.vocab - 2; ++v) {
+        INFO("token " << v);
+        CHECK(std::abs(double(count[size_t(v)]) / content - u) < 6 * std::sqrt(u * (1 - u) / content));
+        CHECK(std::abs(double(answers[size_t(v)]) / N - u) < 6 * std::sqrt(u * (1 - u) / N));
+    }
+    const batch& ts = tk->test_set();
+    REQUIRE(ts.B == c.test_examples);
+    for (int i = 0; i < ts.B; ++i) check_induction_example(tokens_of(ts, i), targets_of(ts, i), c.vocab, c.seq_len);
+}
+
 TEST_CASE("tasks: every parameter reaches its generator", "[tasks]") {
     SECTION("copy") {
         const task_config base = copy_config();
@@ -392,6 +618,69 @@ TEST_CASE("tasks: every parameter reaches its generator", "[tasks]") {
         };
         CHECK(late_share(flat) > late_share(base) + 0.1);
     }
+    SECTION("selective_copy") {
+        const task_config base = selective_copy_config();
+        const row ref = data_of(base, 1);
+        CHECK(data_of(base, 1) == ref);
+        std::vector<std::pair<const char*, task_config>> variants;
+        auto vary = [&](const char* name, auto&& edit) {
+            task_config c = base;
+            edit(c);
+            variants.emplace_back(name, c);
+        };
+        vary("vocab", [](task_config& c) { c.vocab = 11; });
+        vary("n_tokens", [](task_config& c) { c.n_tokens = 5; });
+        vary("noise_len", [](task_config& c) { c.noise_len = 13; });
+        vary("test_examples", [](task_config& c) { c.test_examples = 65; });
+        vary("train_examples", [](task_config& c) { c.train_examples = 50; });
+        for (const auto& [name, c] : variants) {
+            INFO("changed " << name);
+            CHECK(data_of(c, 1) != ref);
+        }
+        CHECK(data_of(base, 2) != ref);  // seed
+        // Each one reaches the structure, not only the random stream.
+        for (const auto& [name, c] : variants) {
+            if (std::string(name).find("examples") != std::string::npos) continue;
+            INFO("changed " << name);
+            auto tk = make_task(c, 1);
+            CHECK(tk->train_seq_len() == c.noise_len + 2 * c.n_tokens);
+            CHECK(tk->vocab_size() == c.vocab);
+            batch b;
+            tk->next_train_batch(b, 50);
+            for (int i = 0; i < b.B; ++i)
+                check_selective_copy_example(tokens_of(b, i), targets_of(b, i), c.vocab, c.n_tokens, c.noise_len);
+        }
+    }
+    SECTION("induction") {
+        const task_config base = induction_config();
+        const row ref = data_of(base, 1);
+        CHECK(data_of(base, 1) == ref);
+        std::vector<std::pair<const char*, task_config>> variants;
+        auto vary = [&](const char* name, auto&& edit) {
+            task_config c = base;
+            edit(c);
+            variants.emplace_back(name, c);
+        };
+        vary("vocab", [](task_config& c) { c.vocab = 17; });
+        vary("seq_len", [](task_config& c) { c.seq_len = 21; });
+        vary("test_examples", [](task_config& c) { c.test_examples = 65; });
+        vary("train_examples", [](task_config& c) { c.train_examples = 50; });
+        for (const auto& [name, c] : variants) {
+            INFO("changed " << name);
+            CHECK(data_of(c, 1) != ref);
+        }
+        CHECK(data_of(base, 2) != ref);  // seed
+        for (const auto& [name, c] : variants) {
+            if (std::string(name).find("examples") != std::string::npos) continue;
+            INFO("changed " << name);
+            auto tk = make_task(c, 1);
+            CHECK(tk->train_seq_len() == c.seq_len + 1);
+            CHECK(tk->vocab_size() == c.vocab);
+            batch b;
+            tk->next_train_batch(b, 50);
+            for (int i = 0; i < b.B; ++i) check_induction_example(tokens_of(b, i), targets_of(b, i), c.vocab, c.seq_len);
+        }
+    }
     SECTION("train_examples pool size") {
         task_config c = lookup_config();
         c.train_examples = 50;
@@ -402,7 +691,7 @@ TEST_CASE("tasks: every parameter reaches its generator", "[tasks]") {
 }
 
 TEST_CASE("tasks: determinism, disjoint streams and the fixed pool", "[tasks]") {
-    for (const task_config& base : {copy_config(), lookup_config()}) {
+    for (const task_config& base : {copy_config(), lookup_config(), selective_copy_config(), induction_config()}) {
         INFO("task " << to_string(base.kind));
         SECTION(std::string("same seed, same data: ") + to_string(base.kind)) {
             auto t1 = make_task(base, 7), t2 = make_task(base, 7);
@@ -484,5 +773,20 @@ TEST_CASE("tasks: violated invariants throw logic_error", "[tasks]") {
     CHECK_THROWS_AS(make_task(c, 0), std::logic_error);
     c = copy_config();
     c.test_min_len = 0;  // unresolved default
+    CHECK_THROWS_AS(make_task(c, 0), std::logic_error);
+    c = selective_copy_config();
+    c.vocab = 3;  // one content token
+    CHECK_THROWS_AS(make_task(c, 0), std::logic_error);
+    c = selective_copy_config();
+    c.n_tokens = 0;
+    CHECK_THROWS_AS(make_task(c, 0), std::logic_error);
+    c = selective_copy_config();
+    c.noise_len = -1;
+    CHECK_THROWS_AS(make_task(c, 0), std::logic_error);
+    c = induction_config();
+    c.vocab = 3;  // one content token
+    CHECK_THROWS_AS(make_task(c, 0), std::logic_error);
+    c = induction_config();
+    c.seq_len = 2;  // no room for trigger, target and one token before the end
     CHECK_THROWS_AS(make_task(c, 0), std::logic_error);
 }

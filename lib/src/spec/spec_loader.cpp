@@ -194,7 +194,6 @@ struct key_def {
     condition when;
     double lo = -inf, hi = inf;  // integer/number range
     bool lo_open = false;        // lo < v rather than lo <= v
-    bool even = false;
     std::vector<std::string> choices;
     std::function<void(run_config&, const value&)> set;
     std::function<std::optional<value>(const run_config&)> get;  // nullopt: unset (clamp)
@@ -204,7 +203,6 @@ struct key_def {
     key_def& at_least(double l) { lo = l; return *this; }
     key_def& needed() { required = true; return *this; }
     key_def& only_when(condition c) { when = std::move(c); return *this; }
-    key_def& even_only() { even = true; return *this; }
 };
 
 // `ref` is a generic lambda giving the field of a (const or not) run_config.
@@ -282,11 +280,14 @@ key_def enum_key(std::string key, Ref ref) {
 #define FIELD(member) [](auto& c) -> auto& { return c.member; }
 
 // Every key, in run_config order (the order of config.yaml). Upper bounds
-// on d_model and copy lengths keep derived sizes (8/3 d, 2 max_len) in int.
+// on d_model and task lengths keep derived sizes (8/3 d, 2 max_len,
+// seq_len + 1, noise_len + 2 n_tokens) in int.
 const std::vector<key_def>& schema() {
     static const std::vector<key_def> keys = [] {
         const condition lookup_only{"task.kind", {"lookup"}};
         const condition copy_only{"task.kind", {"copy"}};
+        const condition selective_copy_only{"task.kind", {"selective_copy"}};
+        const condition has_seq_len{"task.kind", {"lookup", "induction"}};
         const condition taylor_only{"attention.numerator", {"taylor"}};
         const condition score_kernels{"attention.numerator", {"exp", "taylor", "linear"}};
         const condition softmax_only{"attention.denominator", {"softmax"}};
@@ -296,8 +297,9 @@ const std::vector<key_def>& schema() {
             int_key("seed", FIELD(seed)).at_least(0),
 
             enum_key<task_kind>("task.kind", FIELD(task.kind)).needed(),
-            int_key("task.vocab", FIELD(task.vocab)).at_least(2).needed(),  // lookup: >= 4, a rule
-            int_key("task.seq_len", FIELD(task.seq_len)).at_least(4).even_only().needed().only_when(lookup_only),
+            int_key("task.vocab", FIELD(task.vocab)).at_least(2).needed(),  // all but copy: >= 4, a rule
+            // lookup: even and >= 4 P, rules; induction: the random tokens before the last trigger.
+            int_key("task.seq_len", FIELD(task.seq_len)).range(3, max_len).needed().only_when(has_seq_len),
             int_key("task.pairs", FIELD(task.pairs)).at_least(1).needed().only_when(lookup_only),
             number_key("task.power_a", FIELD(task.power_a)).above(0).only_when(lookup_only),
             bool_key("task.random_filler", FIELD(task.random_filler)).only_when(lookup_only),
@@ -305,6 +307,8 @@ const std::vector<key_def>& schema() {
             int_key("task.max_len", FIELD(task.max_len)).range(1, max_len).needed().only_when(copy_only),
             int_key("task.test_min_len", FIELD(task.test_min_len)).range(1, max_len).only_when(copy_only),
             int_key("task.test_max_len", FIELD(task.test_max_len)).range(1, max_len).only_when(copy_only),
+            int_key("task.n_tokens", FIELD(task.n_tokens)).range(1, max_len).needed().only_when(selective_copy_only),
+            int_key("task.noise_len", FIELD(task.noise_len)).range(0, max_len).needed().only_when(selective_copy_only),
             int_key("task.test_examples", FIELD(task.test_examples)).at_least(1),
             int_key("task.train_examples", FIELD(task.train_examples)).at_least(0),
 
@@ -390,7 +394,7 @@ std::string format_bound(double x) {
 std::string expected(const key_def& d) {
     switch (d.type) {
         case vtype::integer: {
-            std::string s = d.even ? "an even integer" : "an integer";
+            std::string s = "an integer";
             if (d.hi >= int_max) return s + " >= " + format_bound(d.lo);
             return s + " in [" + format_bound(d.lo) + ", " + format_bound(d.hi) + "]";
         }
@@ -412,7 +416,7 @@ value parse_value(const key_def& d, const YAML::Node& n, const where& at) {
     switch (d.type) {
         case vtype::integer:
             if (!is_plain(n) || !parse_int(t, v.i)) bad(describe(n));
-            if (v.i < d.lo || v.i > d.hi || (d.even && v.i % 2 != 0)) bad(t);
+            if (v.i < d.lo || v.i > d.hi) bad(t);
             break;
         case vtype::number:
             if (!is_plain(n) || !parse_double(t, v.f)) bad(describe(n));
@@ -550,8 +554,20 @@ const std::vector<rule>& combination_rules() {
          }},
         {{"task.vocab", "task.kind"},
          [](const run_config& c) {
-             if (c.task.kind != task_kind::lookup || c.task.vocab >= 4) return std::string();
-             return "lookup needs task.vocab >= 4, got " + to_string(c.task.vocab);
+             // lookup: a key id in [1, V/2); selective_copy and induction: 2
+             // content ids beside their 2 special ids (else the answer is fixed).
+             if (c.task.kind == task_kind::copy || c.task.vocab >= 4) return std::string();
+             const char* why = c.task.kind == task_kind::selective_copy
+                                   ? " (blank 0, marker vocab-1, content 1..vocab-2)"
+                               : c.task.kind == task_kind::induction ? " (2 specials, content 1..vocab-2)"
+                                                                     : "";
+             return std::string(attnlab::to_string(c.task.kind)) + " needs task.vocab >= 4" + why + ", got " +
+                    to_string(c.task.vocab);
+         }},
+        {{"task.seq_len", "task.kind"},
+         [](const run_config& c) {
+             if (c.task.kind != task_kind::lookup || c.task.seq_len % 2 == 0) return std::string();
+             return "lookup needs an even task.seq_len, got " + to_string(c.task.seq_len);
          }},
         {{"task.pairs", "task.seq_len", "task.kind"},
          [](const run_config& c) {

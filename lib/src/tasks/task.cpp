@@ -59,6 +59,8 @@ std::unique_ptr<task> make_task(const task_config& cfg, std::uint64_t seed) {
     switch (cfg.kind) {
         case task_kind::copy: return make_copy_task(cfg, seed);
         case task_kind::lookup: return make_lookup_task(cfg, seed);
+        case task_kind::selective_copy: return make_selective_copy_task(cfg, seed);
+        case task_kind::induction: return make_induction_task(cfg, seed);
     }
     throw std::logic_error("make_task: unknown task kind");
 }

@@ -8,7 +8,7 @@
 
 namespace attnlab {
 
-enum class task_kind { copy, lookup };
+enum class task_kind { copy, lookup, selective_copy, induction };
 enum class position_kind { rope, learned, none };
 enum class mlp_kind { swiglu, gelu, none };
 enum class numerator_kind { exp, taylor, linear, elu1, relu, cosine };
@@ -17,9 +17,15 @@ enum class schedule_kind { cosine, constant };
 
 struct task_config {
     task_kind kind = task_kind::lookup;
-    int vocab = 64;              // copy: content tokens (ids 1..vocab); lookup: model vocabulary V
-    // lookup (MQAR, zoology recipe)
-    int seq_len = 32;            // T, even, V > T
+    // copy: content tokens (ids 1..vocab); lookup: model vocabulary V;
+    // selective_copy: model vocabulary A (blank 0, content 1..A-2, marker A-1);
+    // induction: model vocabulary with its 2 specials (unused 0, content
+    // 1..vocab-2, trigger vocab-1)
+    int vocab = 64;
+    // lookup (MQAR, zoology recipe): T, even, V > T; induction: random tokens
+    // before the final trigger (input length seq_len + 1)
+    int seq_len = 32;
+    // lookup
     int pairs = 4;               // P, 4P <= T
     double power_a = 0.01;       // query-gap distribution exponent
     bool random_filler = false;  // non-query slots: 0, or random tokens
@@ -28,7 +34,10 @@ struct task_config {
     int max_len = 16;
     int test_min_len = 0;        // resolved: defaults to min_len
     int test_max_len = 0;        // resolved: defaults to max_len
-    // both
+    // selective_copy (input length noise_len + 2 n_tokens)
+    int n_tokens = 16;           // M tokens to copy
+    int noise_len = 64;          // L blanks among the M tokens
+    // every task
     int test_examples = 256;
     int train_examples = 0;      // 0: fresh batches every step; > 0: a fixed pool
 };
@@ -82,9 +91,11 @@ const char* to_string(denominator_kind v);
 const char* to_string(schedule_kind v);
 
 // Derived sizes every module agrees on.
-int model_vocab_size(const task_config& t);   // copy: vocab + 2 (pad 0, SEP vocab+1); lookup: vocab
-int train_seq_len(const task_config& t);      // input length T of training batches
-int test_seq_len(const task_config& t);       // input length T of the test set
+int model_vocab_size(const task_config& t);   // copy: vocab + 2 (pad 0, SEP vocab+1); others: vocab
+// Input length T of training batches: copy 2 max_len, lookup seq_len,
+// selective_copy noise_len + 2 n_tokens, induction seq_len + 1.
+int train_seq_len(const task_config& t);
+int test_seq_len(const task_config& t);       // input length T of the test set (copy: 2 test_max_len)
 int max_seq_len(const task_config& t);        // longest input (sizes the learned position table)
 int resolved_mlp_hidden(const model_config& m);
 

@@ -36,6 +36,22 @@ void lookup_example(std::int32_t* tokens, std::int32_t* targets, int T,
 // Unnormalised weights (g+1)^(power_a-1), g = 0..space-1, of the query slots.
 std::vector<double> lookup_slot_weights(int space, double power_a);
 
+// selective_copy (Gu & Dao 2023; S4's torch_copying_data, variable=True):
+// writes T = L + 2M tokens and targets. Slots 0..L+M-1 hold M tokens uniform
+// in 1..A-2 at M distinct uniformly chosen positions, in order, and blank 0
+// elsewhere; slots L+M..L+2M-1 hold the marker A-1, and marker i's target is
+// token i. See lib/src/tasks/selective_copy.cpp.
+void selective_copy_example(std::int32_t* tokens, std::int32_t* targets,
+                            int A, int M, int L, rng& r);
+
+// induction (Olsson et al. 2022; safari's induction_head): writes
+// T = seq_len + 1 tokens and targets: seq_len tokens uniform in 1..V-2 with
+// the trigger V-1 at one position p in [0, seq_len-3], then the trigger;
+// the one target, at position seq_len, is the token at p + 1. Id 0 is
+// reserved and never written. See lib/src/tasks/induction.cpp.
+void induction_example(std::int32_t* tokens, std::int32_t* targets,
+                       int V, int seq_len, rng& r);
+
 // One row: writes T tokens and T targets.
 using example_fn = std::function<void(std::int32_t* tokens, std::int32_t* targets, rng& r)>;
 
@@ -66,5 +82,7 @@ private:
 
 std::unique_ptr<task> make_copy_task(const task_config& cfg, std::uint64_t seed);
 std::unique_ptr<task> make_lookup_task(const task_config& cfg, std::uint64_t seed);
+std::unique_ptr<task> make_selective_copy_task(const task_config& cfg, std::uint64_t seed);
+std::unique_ptr<task> make_induction_task(const task_config& cfg, std::uint64_t seed);
 
 }  // namespace attnlab
