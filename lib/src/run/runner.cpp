@@ -1,10 +1,19 @@
-// The sweep runner: one run after another, outputs of SPEC §6, terminal progress.
+// The sweep runner: a pool of `jobs` workers over this shard's runs, the
+// outputs of SPEC §6, terminal progress for each run and for the sweep.
+// The design (atomicity, locks, threads, shards) is described in runner.hpp.
 #include "attnlab/run/runner.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <filesystem>
+#include <mutex>
 #include <omp.h>
+#include <optional>
+#include <thread>
+#include <vector>
 
 #include <Eigen/Core>
 #include <spdlog/spdlog.h>
@@ -12,6 +21,7 @@
 #include "attnlab/io/csv.hpp"
 #include "attnlab/io/files.hpp"
 #include "attnlab/run/summary.hpp"
+#include "attnlab/run/sweep_dir.hpp"
 #include "attnlab/train/checkpoint.hpp"
 #include "attnlab/train/trainer.hpp"
 #include "attnlab/util/error.hpp"
@@ -24,9 +34,32 @@ void set_threads(int n) {
     Eigen::setNbThreads(n);
 }
 
+shard_spec parse_shard(const std::string& text) {
+    auto bad = [&](const std::string& why) {
+        return config_error("--shard: " + why + ", got '" + text + "'");
+    };
+    const auto slash = text.find('/');
+    if (slash == std::string::npos) throw bad("expected I/N (0-based shard I of N, e.g. 0/3)");
+    auto number = [&](const std::string& s, int& v) {
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        return !s.empty() && ec == std::errc() && end == s.data() + s.size();
+    };
+    shard_spec s;
+    if (!number(text.substr(0, slash), s.index) || !number(text.substr(slash + 1), s.count))
+        throw bad("expected I/N with whole numbers I and N (e.g. 0/3)");
+    if (s.count < 1) throw bad("N must be at least 1");
+    if (s.index < 0 || s.index >= s.count) throw bad("I must be in 0..N-1 (0-based)");
+    return s;
+}
+
 namespace {
 
 namespace fs = std::filesystem;
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point t0) {
+    return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
 
 std::string duration_text(double s) {
     if (!std::isfinite(s) || s < 0) return "?";
@@ -38,13 +71,6 @@ std::string duration_text(double s) {
     return buf;
 }
 
-// spec.yaml: the spec as run, i.e. its text plus the --set overrides applied.
-std::string spec_as_run(const experiment_spec& spec) {
-    std::string header = "# attnlab " ATTNLAB_VERSION ": spec " + spec.path + " as run";
-    for (const auto& s : spec.set_overrides) header += " --set " + s;
-    return header + "\n" + spec.source_text;
-}
-
 const std::vector<std::string> metrics_header = {"step", "split", "loss", "token_acc", "seq_acc", "lr",
                                                  "grad_norm", "tokens_per_s", "elapsed_s"};
 
@@ -54,118 +80,276 @@ std::vector<std::string> metrics_fields(const metrics_row& r) {
             format_number(std::round(r.tokens_per_s)), format_number(std::round(r.elapsed_s * 1000) / 1000)};
 }
 
-// A run is done when its result.yaml exists beside the same config.yaml.
-std::optional<run_result> finished_result(const std::string& run_dir, const std::string& config_yaml) {
-    const std::string cfg_path = run_dir + "/config.yaml";
-    if (!fs::exists(cfg_path)) return std::nullopt;
-    if (read_file(cfg_path) != config_yaml) return std::nullopt;
-    try {
-        auto r = read_run_result(run_dir + "/result.yaml");
-        if (r && r->status == run_status::interrupted) return std::nullopt;
-        return r;
-    } catch (const io_error& e) {  // e.g. a crash mid-write by an older version: redo the run
-        spdlog::warn("{}; the run will be redone", e.what());
-        return std::nullopt;
+// Leftovers of an earlier attempt at a run, removed before it is redone
+// (under its lock). result.yaml goes first: it must never outlive the rest.
+void clean_run_dir(const std::string& run_dir) {
+    fs::remove(run_dir + "/result.yaml");
+    std::error_code ec;
+    std::vector<fs::path> stale;
+    for (fs::directory_iterator it(run_dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name == "config.yaml" || name == "metrics.csv" || name == checkpoint_filename ||
+            name.find(".tmp") != std::string::npos)
+            stale.push_back(it->path());
     }
+    for (const auto& p : stale) fs::remove(p);
+}
+
+// What became of one run a worker took.
+enum class attempt_kind { trained, done_elsewhere, busy, interrupted };
+struct attempt {
+    attempt_kind kind = attempt_kind::trained;
+    run_result result;
+};
+
+class sweep_runner {
+public:
+    sweep_runner(const experiment_spec& spec, const runner_options& opt) : spec_(spec), opt_(opt) {}
+
+    sweep_outcome run();
+
+private:
+    const experiment_spec& spec_;
+    const runner_options& opt_;
+    std::atomic<bool> own_stop_{false};
+    std::atomic<bool>* stop_ = nullptr;
+    sweep_outcome out_;
+    int per_run_threads_ = 1;
+    clock_type::time_point sweep_t0_, pool_t0_;
+
+    std::vector<std::size_t> queue_;              // spec indices of the runs to train, in spec order
+    std::atomic<std::size_t> next_{0};            // next queue position a worker takes
+    std::mutex mu_;                               // guards everything below, the summary files and the log order
+    std::vector<std::optional<run_result>> results_;  // by spec index
+    std::vector<std::size_t> busy_;
+    double trained_s_ = 0;
+    int trained_ = 0;
+    std::exception_ptr error_;
+
+    std::string run_dir(std::size_t i) const { return out_.dir + "/runs/" + spec_.runs[i].id; }
+    std::string tag(std::size_t i) const {
+        return fmt::format("[{}/{} {}]", i + 1, spec_.runs.size(), spec_.runs[i].id);
+    }
+    std::string summary_dir() const {
+        if (!opt_.shard.sharded()) return out_.dir;
+        return fmt::format("{}/shards/{}-of-{}", out_.dir, opt_.shard.index, opt_.shard.count);
+    }
+    void write_summary();  // under mu_
+    void log_progress();   // under mu_
+    void worker();
+    attempt train_one(std::size_t i);
+};
+
+void sweep_runner::write_summary() {
+    std::vector<summary_entry> entries;
+    for (std::size_t i = 0; i < results_.size(); ++i)
+        if (results_[i]) entries.push_back({&spec_.runs[i], *results_[i]});
+    const std::string dir = summary_dir();
+    write_file_atomic_shared(dir + "/summary.csv", summary_csv(spec_, entries));
+    write_file_atomic_shared(dir + "/table.md", summary_table_md(spec_, entries));
+}
+
+void sweep_runner::log_progress() {
+    const int done = out_.skipped + out_.ok + out_.diverged;
+    const int remaining = out_.total - done - out_.busy;
+    std::string left = "?";
+    if (remaining <= 0) left = "0s";
+    else if (trained_ > 0) left = duration_text(seconds_since(pool_t0_) / trained_ * remaining);
+    std::string busy;
+    if (out_.busy > 0) busy = fmt::format(", {} left to other processes", out_.busy);
+    spdlog::info("sweep: {}/{} runs done ({} skipped{}), elapsed {}, time left ~{}", done, out_.total, out_.skipped,
+                 busy, duration_text(seconds_since(sweep_t0_)), left);
+}
+
+attempt sweep_runner::train_one(std::size_t i) {
+    const run_point& point = spec_.runs[i];
+    const std::string dir = run_dir(i), tg = tag(i);
+    const std::string config_yaml = run_config_to_yaml(point.config);
+    make_dirs(dir);
+    const run_lock lock(dir);
+    if (!lock.owned()) {
+        spdlog::warn("{} is being trained by another process (its lock is held); left to it", tg);
+        return {attempt_kind::busy, {}};
+    }
+    if (auto r = finished_run_result(dir, config_yaml)) {  // finished by another process since the scan
+        spdlog::info("{} already done ({}), skipped", tg, to_string(r->status));
+        return {attempt_kind::done_elsewhere, *r};
+    }
+    clean_run_dir(dir);
+    write_file_atomic(dir + "/config.yaml", config_yaml);
+    csv_writer metrics(dir + "/metrics.csv", metrics_header);
+
+    const int steps = point.config.train.steps;
+    train_callbacks cb;
+    cb.stop = stop_;
+    double last_train_loss = NAN, last_train_acc = NAN, last_tps = NAN;
+    cb.on_row = [&](const metrics_row& r) {
+        metrics.row(metrics_fields(r));
+        if (r.split == "train") {
+            last_train_loss = r.m.loss;
+            last_train_acc = r.m.token_acc;
+            last_tps = r.tokens_per_s;
+            return;
+        }
+        if (r.step == 0) {
+            spdlog::info("{} training {} steps", tg, steps);
+            return;
+        }
+        const double run_left = r.elapsed_s / r.step * (steps - r.step);
+        double sweep_left;
+        {
+            std::lock_guard<std::mutex> g(mu_);
+            const double per_run = trained_ > 0 ? trained_s_ / trained_ : r.elapsed_s / r.step * steps;
+            const std::size_t started = std::min(next_.load(), queue_.size());
+            sweep_left = run_left + static_cast<double>(queue_.size() - started) * per_run / opt_.jobs;
+        }
+        spdlog::info("{} step {}/{} | train loss {:.4f} acc {:.3f} | test loss {:.4f} acc {:.3f} seq {:.3f} | "
+                     "{:.1f}k tok/s | left: run {}, sweep {}",
+                     tg, r.step, steps, last_train_loss, last_train_acc, r.m.loss, r.m.token_acc, r.m.seq_acc,
+                     last_tps / 1000, duration_text(run_left), duration_text(sweep_left));
+    };
+    // Checkpoint: written before result.yaml, which marks the run complete.
+    bool saved = false;
+    cb.on_finished = [&](const transformer<float>& model) {
+        if (!params_finite(model)) return;
+        checkpoint_save(dir + "/" + checkpoint_filename, model);
+        saved = true;
+    };
+    const run_result res = train_run(point.config, cb);
+    if (res.status == run_status::interrupted) {
+        spdlog::warn("{} interrupted; it will be redone when the spec is run again", tg);
+        return {attempt_kind::interrupted, res};
+    }
+    write_file_atomic(dir + "/result.yaml", run_result_to_yaml(res));
+    if (res.status == run_status::diverged) {
+        spdlog::warn("{} diverged: {}; no checkpoint saved", tg, res.reason);
+    } else {
+        spdlog::info("{} done in {}: test token acc {:.4f}, seq acc {:.4f} (best {:.4f} at step {})", tg,
+                     duration_text(res.wall_s), res.final_test.token_acc, res.final_test.seq_acc,
+                     res.best_test.token_acc, res.best_step);
+        if (!saved) spdlog::warn("{} parameters not finite; no checkpoint saved", tg);
+    }
+    return {attempt_kind::trained, res};
+}
+
+void sweep_runner::worker() {
+    omp_set_num_threads(per_run_threads_);  // per calling thread: this worker's runs
+    try {
+        for (;;) {
+            if (stop_->load()) return;
+            const std::size_t q = next_.fetch_add(1);
+            if (q >= queue_.size()) return;
+            const std::size_t i = queue_[q];
+            const attempt a = train_one(i);
+            std::lock_guard<std::mutex> g(mu_);
+            switch (a.kind) {
+                case attempt_kind::interrupted: out_.interrupted = true; return;
+                case attempt_kind::busy:
+                    busy_.push_back(i);
+                    ++out_.busy;
+                    break;
+                case attempt_kind::done_elsewhere:
+                    results_[i] = a.result;
+                    ++out_.skipped;
+                    break;
+                case attempt_kind::trained:
+                    results_[i] = a.result;
+                    trained_s_ += a.result.wall_s;
+                    ++trained_;
+                    ++(a.result.status == run_status::diverged ? out_.diverged : out_.ok);
+                    break;
+            }
+            write_summary();
+            log_progress();
+        }
+    } catch (...) {
+        std::lock_guard<std::mutex> g(mu_);
+        if (!error_) error_ = std::current_exception();
+        stop_->store(true);  // the other workers end their runs as interrupted
+    }
+}
+
+sweep_outcome sweep_runner::run() {
+    if (opt_.out_root.empty()) throw config_error("--out: the output directory must not be empty");
+    if (opt_.jobs < 1) throw config_error("--jobs: expected at least 1, got " + std::to_string(opt_.jobs));
+    if (opt_.shard.count < 1 || opt_.shard.index < 0 || opt_.shard.index >= opt_.shard.count)
+        throw config_error(fmt::format("--shard: I must be in 0..N-1, got {}/{}", opt_.shard.index, opt_.shard.count));
+    stop_ = opt_.stop ? opt_.stop : &own_stop_;
+    sweep_t0_ = clock_type::now();
+    out_.dir = opt_.out_root + "/" + spec_.name;
+    make_dirs(out_.dir + "/runs");
+    make_dirs(summary_dir());
+    out_.summary_path = summary_dir() + "/summary.csv";
+    write_spec_as_run(out_.dir, spec_);
+
+    // Threads: see runner.hpp.
+    const int caller_omp = omp_get_max_threads();
+    const int caller_eigen = Eigen::nbThreads();
+    const int total_threads = opt_.threads > 0 ? opt_.threads : caller_omp;
+    per_run_threads_ = std::max(1, total_threads / opt_.jobs);
+    const int eigen_threads = opt_.jobs > 1 ? 1 : opt_.threads;
+    if (eigen_threads > 0) Eigen::setNbThreads(eigen_threads);
+
+    // This shard's runs: the done ones are skipped now, the others queued in spec order.
+    results_.assign(spec_.runs.size(), std::nullopt);
+    for (std::size_t i = 0; i < spec_.runs.size(); ++i) {
+        if (!opt_.shard.owns(i)) continue;
+        ++out_.total;
+        if (auto r = finished_run_result(run_dir(i), run_config_to_yaml(spec_.runs[i].config))) {
+            spdlog::info("{} already done ({}), skipped", tag(i), to_string(r->status));
+            results_[i] = *r;
+            ++out_.skipped;
+        } else {
+            queue_.push_back(i);
+        }
+    }
+    const int workers = static_cast<int>(std::min<std::size_t>(opt_.jobs, queue_.size()));
+    std::string share;
+    if (opt_.shard.sharded())
+        share = fmt::format(" (shard {}/{} of {})", opt_.shard.index, opt_.shard.count, spec_.runs.size());
+    spdlog::info("sweep {}: {} runs{}, {} already done, {} to train: {} at a time, {} thread{} each", spec_.name,
+                 out_.total, share, out_.skipped, queue_.size(), std::max(workers, 1), per_run_threads_,
+                 per_run_threads_ == 1 ? "" : "s");
+
+    pool_t0_ = clock_type::now();
+    {
+        std::vector<std::thread> pool;
+        for (int w = 1; w < workers; ++w) pool.emplace_back([this] { worker(); });
+        if (workers > 0) worker();  // the calling thread is worker 0
+        for (auto& t : pool) t.join();
+    }
+    omp_set_num_threads(caller_omp);
+    if (eigen_threads > 0) Eigen::setNbThreads(caller_eigen);
+    if (error_) std::rethrow_exception(error_);
+    if (stop_->load() && out_.skipped + out_.ok + out_.diverged + out_.busy < out_.total) out_.interrupted = true;
+
+    // Runs another process held may be done by now.
+    for (std::size_t i : busy_)
+        if (auto r = finished_run_result(run_dir(i), run_config_to_yaml(spec_.runs[i].config))) {
+            results_[i] = *r;
+            --out_.busy;
+            ++out_.skipped;
+        }
+    write_summary();
+    spdlog::info("{}: {} runs ({} trained ok, {} diverged, {} skipped as done) in {}; summary in {}", spec_.name,
+                 out_.total, out_.ok, out_.diverged, out_.skipped, duration_text(seconds_since(sweep_t0_)),
+                 out_.summary_path);
+    if (out_.busy > 0)
+        spdlog::warn("{} runs were being trained by another process and are not in this summary; "
+                     "`attnlab summarize {}` collects them when it is done",
+                     out_.busy, out_.dir);
+    if (opt_.shard.sharded() && !out_.interrupted)
+        spdlog::info("shard {}/{} done; when every shard is, `attnlab summarize {}` writes {}/summary.csv and "
+                     "table.md",
+                     opt_.shard.index, opt_.shard.count, out_.dir, out_.dir);
+    return out_;
 }
 
 }  // namespace
 
 sweep_outcome run_sweep(const experiment_spec& spec, const runner_options& opt) {
-    if (opt.out_root.empty()) throw config_error("--out: the output directory must not be empty");
-    set_threads(opt.threads);
-    sweep_outcome out;
-    out.dir = opt.out_root + "/" + spec.name;
-    out.total = static_cast<int>(spec.runs.size());
-    make_dirs(out.dir + "/runs");
-    write_file_atomic(out.dir + "/spec.yaml", spec_as_run(spec));
-
-    std::vector<summary_entry> done;
-    auto write_summary = [&] {
-        write_file_atomic(out.dir + "/summary.csv", summary_csv(spec, done));
-        write_file_atomic(out.dir + "/table.md", summary_table_md(spec, done));
-    };
-
-    const auto sweep_t0 = std::chrono::steady_clock::now();
-    double trained_s = 0;  // wall time of the runs trained in this invocation
-    int trained = 0;
-    for (int i = 0; i < out.total; ++i) {
-        const run_point& point = spec.runs[i];
-        const std::string run_dir = out.dir + "/runs/" + point.id;
-        const std::string config_yaml = run_config_to_yaml(point.config);
-        const std::string tag = fmt::format("[{}/{} {}]", i + 1, out.total, point.id);
-
-        if (auto r = finished_result(run_dir, config_yaml)) {
-            spdlog::info("{} already done ({}), skipped", tag, to_string(r->status));
-            done.push_back({&point, *r});
-            ++out.skipped;
-            continue;
-        }
-        make_dirs(run_dir);
-        fs::remove(run_dir + "/result.yaml");
-        fs::remove(run_dir + "/" + checkpoint_filename);  // a stale one would not match this config
-        write_file_atomic(run_dir + "/config.yaml", config_yaml);
-        csv_writer metrics(run_dir + "/metrics.csv", metrics_header);
-
-        const int runs_left_after = out.total - i - 1;
-        const int steps = point.config.train.steps;
-        train_callbacks cb;
-        cb.stop = opt.stop;
-        double last_train_loss = NAN, last_train_acc = NAN, last_tps = NAN;
-        cb.on_row = [&](const metrics_row& r) {
-            metrics.row(metrics_fields(r));
-            if (r.split == "train") {
-                last_train_loss = r.m.loss;
-                last_train_acc = r.m.token_acc;
-                last_tps = r.tokens_per_s;
-                return;
-            }
-            if (r.step == 0) {
-                spdlog::info("{} training {} steps", tag, steps);
-                return;
-            }
-            const double run_left = r.elapsed_s / r.step * (steps - r.step);
-            const double per_run = trained > 0 ? trained_s / trained : r.elapsed_s / r.step * steps;
-            spdlog::info("{} step {}/{} | train loss {:.4f} acc {:.3f} | test loss {:.4f} acc {:.3f} seq {:.3f} | "
-                         "{:.1f}k tok/s | left: run {}, sweep {}",
-                         tag, r.step, steps, last_train_loss, last_train_acc, r.m.loss, r.m.token_acc,
-                         r.m.seq_acc, last_tps / 1000, duration_text(run_left),
-                         duration_text(run_left + runs_left_after * per_run));
-        };
-        // Checkpoint: written before result.yaml, which marks the run complete.
-        bool saved = false;
-        cb.on_finished = [&](const transformer<float>& model) {
-            if (!params_finite(model)) return;
-            checkpoint_save(run_dir + "/" + checkpoint_filename, model);
-            saved = true;
-        };
-        const run_result res = train_run(point.config, cb);
-        if (res.status == run_status::interrupted) {
-            spdlog::warn("{} interrupted; it will be redone when the spec is run again", tag);
-            out.interrupted = true;
-            break;
-        }
-        write_file_atomic(run_dir + "/result.yaml", run_result_to_yaml(res));
-        done.push_back({&point, res});
-        trained_s += res.wall_s;
-        ++trained;
-        if (res.status == run_status::diverged) {
-            ++out.diverged;
-            spdlog::warn("{} diverged: {}; no checkpoint saved", tag, res.reason);
-        } else {
-            ++out.ok;
-            spdlog::info("{} done in {}: test token acc {:.4f}, seq acc {:.4f} (best {:.4f} at step {})", tag,
-                         duration_text(res.wall_s), res.final_test.token_acc, res.final_test.seq_acc,
-                         res.best_test.token_acc, res.best_step);
-            if (!saved) spdlog::warn("{} parameters not finite; no checkpoint saved", tag);
-        }
-        write_summary();
-    }
-    write_summary();
-    const double sweep_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - sweep_t0).count();
-    spdlog::info("{}: {} runs ({} trained ok, {} diverged, {} skipped as done) in {}; summary in {}/summary.csv",
-                 spec.name, out.total, out.ok, out.diverged, out.skipped, duration_text(sweep_s), out.dir);
-    return out;
+    sweep_runner runner(spec, opt);
+    return runner.run();
 }
 
 }  // namespace attnlab

@@ -1,9 +1,46 @@
-// Runs every run of an experiment spec and writes SPEC §6's outputs:
-//   <out>/<name>/spec.yaml, summary.csv, table.md,
-//   <out>/<name>/runs/<run_id>/config.yaml, metrics.csv, model.safetensors, result.yaml.
-// A run whose result.yaml exists for the same config.yaml is skipped, so a
-// sweep stopped by Ctrl-C or a crash continues where it was; summary.csv and
-// table.md are rewritten atomically after every run.
+// Runs the runs of an experiment spec and writes SPEC §6's outputs:
+//   <out>/<name>/spec.yaml, overrides.yaml, summary.csv, table.md,
+//   <out>/<name>/runs/<run_id>/config.yaml, metrics.csv, model.safetensors, result.yaml
+// (the layout and the "done" test are in sweep_dir.hpp).
+//
+// Restarting. A run whose result.yaml exists beside the same config.yaml is
+// skipped, so a sweep stopped by Ctrl-C, SIGKILL or a crash continues where
+// it was; an unfinished run is redone from step 0 (the trainer keeps no
+// optimizer state on disk to resume from).
+//
+// Atomicity: runs are trained in place, in runs/<run_id>/, and "a run's
+// files appear atomically" holds for the run as a unit through its marker:
+//   1. take the run's lock (runs/<run_id>/.lock, flock: one writer per run
+//      dir across processes; freed by the kernel when a process dies);
+//   2. look again whether it is done (another process may have finished it);
+//   3. remove result.yaml first, then the leftovers of an earlier attempt
+//      (model.safetensors, metrics.csv, config.yaml, *.tmp*), so an old
+//      result never sits beside a new config;
+//   4. write config.yaml (atomic), stream metrics.csv (a row per evaluation,
+//      flushed: it can be watched), write model.safetensors (atomic);
+//   5. write result.yaml (atomic, fsync'd) last: it marks the run done.
+// A reader (a restart, `attnlab summarize`) takes a run as done only after
+// step 5, so a half-written run is never taken as done, and a killed run's
+// files are overwritten when it is redone. This is simpler than training in
+// runs/<run_id>.tmp-<pid>/ and renaming: a directory cannot be renamed over a
+// non-empty one, and the temporary directories of killed processes on other
+// machines could never be told from live ones.
+//
+// Parallelism. `jobs` workers (threads of this process) take runs in spec
+// order; each run gets max(1, threads / jobs) OpenMP threads, set with
+// omp_set_num_threads inside the worker (OpenMP's thread count is per calling
+// thread). Eigen's thread count is one process-wide, unsynchronised static:
+// it cannot differ between workers, so with jobs > 1 it is set to 1 (the runs
+// already occupy the cores, and a threaded product inside a worker would
+// oversubscribe them) and restored after the sweep. Results depend only on
+// each run's config and its thread count, never on the order in which the
+// workers finish: summary rows are in spec order.
+//
+// Sharding. `--shard I/N` trains run i of the spec (0-based, in `attnlab
+// list` order) iff i mod N == I, so N processes, started anywhere on a shared
+// filesystem, split the sweep without talking to each other. Each writes its
+// runs and shards/<I>-of-<N>/summary.csv and table.md; `attnlab summarize`
+// (summarize_sweep_dir) then rebuilds the sweep's summary.csv and table.md.
 #pragma once
 #include <atomic>
 #include <string>
@@ -12,21 +49,37 @@
 
 namespace attnlab {
 
+struct shard_spec {
+    int index = 0, count = 1;
+    bool owns(std::size_t run_index) const { return static_cast<int>(run_index % count) == index; }
+    bool sharded() const { return count > 1; }
+};
+// "I/N" with 0 <= I < N (e.g. "0/3"); throws config_error naming --shard otherwise.
+shard_spec parse_shard(const std::string& text);
+
 struct runner_options {
     std::string out_root = "results";
-    int threads = 0;                          // 0: OpenMP's default (all cores)
-    const std::atomic<bool>* stop = nullptr;  // set by SIGINT: finish nothing more, keep what is done
+    int threads = 0;        // threads of the whole sweep; 0: OpenMP's default (all cores)
+    int jobs = 1;           // runs trained at once, each with max(1, threads / jobs) threads
+    shard_spec shard;       // the share of the runs this process trains
+    // Set by SIGINT: every run in progress ends as interrupted, no run starts;
+    // what is done is kept. The runner sets it too when a run fails with an
+    // error, to stop the other workers before it rethrows.
+    std::atomic<bool>* stop = nullptr;
 };
 
 struct sweep_outcome {
-    std::string dir;  // <out>/<name>
-    int total = 0, skipped = 0, ok = 0, diverged = 0;
+    std::string dir;           // <out>/<name>
+    std::string summary_path;  // <dir>/summary.csv, or the shard's
+    int total = 0;             // runs of this shard (all runs without --shard)
+    int skipped = 0, ok = 0, diverged = 0;
+    int busy = 0;              // held by another process's lock; left to it, not in the summary
     bool interrupted = false;
 };
 
 sweep_outcome run_sweep(const experiment_spec& spec, const runner_options& opt);
 
-// Sets the thread count of OpenMP and Eigen (n <= 0: leave the default).
+// Sets the thread count of OpenMP (for the calling thread) and Eigen (n <= 0: leave the default).
 void set_threads(int n);
 
 }  // namespace attnlab

@@ -1,0 +1,560 @@
+// Sweeps over several workers, processes and restarts (SPEC §5-6, runner.hpp):
+// --shard I/N splits the runs, `attnlab summarize` merges the shards, --jobs
+// trains runs at once, a sweep killed with SIGKILL is finished by running it
+// again with every run trained exactly once, and a run another process holds
+// (its lock) is left to it. Every comparison is "equal except timings"
+// (summary.csv's wall_s, metrics.csv's tokens_per_s and elapsed_s): with the
+// same thread count per run, results do not depend on how the runs were
+// spread over workers, processes or restarts.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "attnlab/io/files.hpp"
+#include "attnlab/run/runner.hpp"
+#include "attnlab/run/sweep_dir.hpp"
+#include "attnlab/util/error.hpp"
+
+#ifndef ATTNLAB_BINARY
+#error "ATTNLAB_BINARY must give the path of the attnlab executable"
+#endif
+
+namespace fs = std::filesystem;
+using namespace attnlab;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// A fresh directory under the system temp dir, removed with its contents.
+struct temp_dir {
+    fs::path path;
+    temp_dir() {
+        std::mt19937_64 rng(std::random_device{}() ^ static_cast<std::uint64_t>(::getpid()));
+        for (;;) {
+            path = fs::temp_directory_path() / ("attnlab_sweep_test_" + std::to_string(rng()));
+            if (fs::create_directory(path)) return;
+        }
+    }
+    ~temp_dir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+    fs::path operator/(const std::string& name) const { return path / name; }
+};
+
+std::string read_text(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    REQUIRE(in);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+void write_text(const fs::path& p, const std::string& text) {
+    std::ofstream out(p, std::ios::binary | std::ios::trunc);
+    REQUIRE(out);
+    out << text;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+    return n;
+}
+
+// Fields of one CSV line (RFC 4180: run ids with commas are quoted); quotes are kept.
+std::vector<std::string> csv_fields(const std::string& line) {
+    std::vector<std::string> fields(1);
+    bool quoted = false;
+    for (char c : line) {
+        if (c == '"') quoted = !quoted;
+        if (c == ',' && !quoted) fields.emplace_back();
+        else fields.back() += c;
+    }
+    return fields;
+}
+
+// A CSV file without the named columns (the timings), for "equal except timings".
+std::string csv_without(const std::string& csv, const std::vector<std::string>& drop) {
+    const auto lines = lines_of(csv);
+    REQUIRE(!lines.empty());
+    const auto header = csv_fields(lines[0]);
+    std::vector<bool> keep(header.size(), true);
+    for (const auto& d : drop) {
+        const auto at = std::find(header.begin(), header.end(), d);
+        REQUIRE(at != header.end());
+        keep[static_cast<std::size_t>(at - header.begin())] = false;
+    }
+    std::string out;
+    for (const auto& line : lines) {
+        const auto f = csv_fields(line);
+        REQUIRE(f.size() == header.size());
+        std::string row;
+        for (std::size_t i = 0; i < f.size(); ++i)
+            if (keep[i]) row += (row.empty() ? "" : ",") + f[i];
+        out += row + "\n";
+    }
+    return out;
+}
+
+std::string summary_without_timings(const fs::path& p) { return csv_without(read_text(p), {"wall_s"}); }
+std::string metrics_without_timings(const fs::path& p) {
+    return csv_without(read_text(p), {"tokens_per_s", "elapsed_s"});
+}
+
+// Files whose name holds ".tmp" (a temporary file left behind) under `dir`.
+std::vector<std::string> temporaries(const fs::path& dir) {
+    std::vector<std::string> out;
+    for (const auto& e : fs::recursive_directory_iterator(dir))
+        if (e.path().filename().string().find(".tmp") != std::string::npos) out.push_back(e.path().string());
+    return out;
+}
+
+// ------------------------------------------------------------ child processes
+
+struct child {
+    pid_t pid = -1;
+    fs::path err_file;
+};
+
+// Starts attnlab with `args`; stdout is discarded, stderr goes to a file in `io_dir`.
+child spawn(const std::vector<std::string>& args, const fs::path& io_dir) {
+    static int counter = 0;
+    child c;
+    c.err_file = io_dir / ("stderr_" + std::to_string(++counter) + ".txt");
+    std::vector<std::string> argv_s = {ATTNLAB_BINARY};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const std::string err_s = c.err_file.string();
+    c.pid = ::fork();
+    REQUIRE(c.pid >= 0);
+    if (c.pid == 0) {  // child: only async-signal-safe calls until exec
+        const int in_fd = ::open("/dev/null", O_RDONLY);
+        const int out_fd = ::open("/dev/null", O_WRONLY);
+        const int err_fd = ::open(err_s.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (in_fd < 0 || out_fd < 0 || err_fd < 0) ::_exit(126);
+        ::dup2(in_fd, 0);
+        ::dup2(out_fd, 1);
+        ::dup2(err_fd, 2);
+        sigset_t none;
+        sigemptyset(&none);
+        ::sigprocmask(SIG_SETMASK, &none, nullptr);
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+    }
+    return c;
+}
+
+// Waits for the child to end (killing it after 120 s) and returns its exit code.
+int wait_for(const child& c) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    for (;;) {
+        int status = 0;
+        const pid_t r = ::waitpid(c.pid, &status, WNOHANG);
+        if (r == c.pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        REQUIRE(r == 0);
+        if (std::chrono::steady_clock::now() > deadline) {
+            ::kill(c.pid, SIGKILL);
+            ::waitpid(c.pid, &status, 0);
+            FAIL("attnlab did not end within 120 s:\n" << read_text(c.err_file));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+}
+
+struct cli_result {
+    int code = -1;
+    std::string err;
+};
+
+cli_result run_cli(const std::vector<std::string>& args, const fs::path& io_dir) {
+    const child c = spawn(args, io_dir);
+    cli_result r;
+    r.code = wait_for(c);
+    r.err = read_text(c.err_file);
+    REQUIRE(r.code != 127);  // exec failed
+    return r;
+}
+
+// ------------------------------------------------------------------ specs
+
+// The spec of the issue: 2 learning rates x 3 seeds of a tiny model, 300 steps.
+const std::string six_runs = R"(# six tiny runs
+name: six
+base:
+  seed: 0
+  task: {kind: lookup, vocab: 16, seq_len: 8, pairs: 2, test_examples: 16}
+  model: {layers: 1, d_model: 16, heads: 2}
+  attention: {numerator: exp, denominator: softmax}
+  train: {steps: 300, batch: 4, lr: 1.0e-3, warmup: 2, eval_every: 50}
+sweep:
+  train.lr: [1.0e-3, 3.0e-3]
+seeds: [0, 1, 2]
+)";
+const std::vector<std::string> six_ids = {"train.lr=0.001,seed=0", "train.lr=0.001,seed=1",
+                                          "train.lr=0.001,seed=2", "train.lr=0.003,seed=0",
+                                          "train.lr=0.003,seed=1", "train.lr=0.003,seed=2"};
+// header + step 0 test + (train, test) at 50, 100, ..., 300
+constexpr std::size_t six_metrics_lines = 1 + 1 + 2 * 6;
+
+// Runs the spec in one unsharded process with --jobs 1 into `out`; the reference.
+fs::path reference_run(const temp_dir& dir, const fs::path& spec) {
+    const fs::path out = dir / "reference";
+    const auto r = run_cli({"run", spec.string(), "--out", out.string(), "--threads", "1"}, dir.path);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    return out / "six";
+}
+
+// In-process runs: quiet, and 20 steps.
+struct quiet_log {
+    spdlog::level::level_enum was = spdlog::get_level();
+    quiet_log() { spdlog::set_level(spdlog::level::err); }
+    ~quiet_log() { spdlog::set_level(was); }
+};
+const char* two_runs = R"(name: two
+base:
+  seed: 0
+  task: {kind: lookup, vocab: 16, seq_len: 8, pairs: 2, test_examples: 16}
+  model: {layers: 1, d_model: 16, heads: 2}
+  attention: {numerator: exp, denominator: softmax}
+  train: {steps: 20, batch: 4, lr: 1.0e-3, warmup: 2, eval_every: 10}
+seeds: [0, 1]
+)";
+
+}  // namespace
+
+TEST_CASE("--shard I/N: parsing, and the shards partition the runs in spec order", "[sweep]") {
+    const shard_spec s = parse_shard("1/3");
+    CHECK(s.index == 1);
+    CHECK(s.count == 3);
+    CHECK(parse_shard("0/1").count == 1);
+    for (const char* bad : {"3/3", "-1/3", "0/0", "1", "a/3", "1/3x", "/3", "1/", " 1/3", "1/-2"}) {
+        INFO(bad);
+        CHECK_THROWS_AS(parse_shard(bad), config_error);
+        CHECK_THROWS_WITH(parse_shard(bad), Contains("--shard") && Contains(bad));
+    }
+    // Every run belongs to exactly one shard: i mod N.
+    for (int n = 1; n <= 5; ++n)
+        for (std::size_t i = 0; i < 17; ++i) {
+            int owners = 0;
+            for (int k = 0; k < n; ++k) owners += shard_spec{k, n}.owns(i);
+            CHECK(owners == 1);
+            CHECK(shard_spec{static_cast<int>(i % n), n}.owns(i));
+        }
+}
+
+TEST_CASE("a run whose lock another process holds is left to it, and done later", "[sweep]") {
+    temp_dir tmp;
+    quiet_log quiet;
+    const experiment_spec spec = parse_spec(two_runs, "two.yaml");
+    runner_options opt;
+    opt.out_root = tmp.path.string();
+    opt.threads = 1;
+    const std::string held_dir = (tmp / "two" / "runs" / spec.runs[0].id).string();
+    make_dirs(held_dir);
+    {
+        const run_lock other(held_dir);  // another open file description: conflicts like another process
+        REQUIRE(other.owned());
+        CHECK(run_locked_elsewhere(held_dir));
+        const sweep_outcome out = run_sweep(spec, opt);
+        CHECK(out.busy == 1);
+        CHECK(out.ok == 1);
+        CHECK_FALSE(out.interrupted);
+        CHECK_FALSE(fs::exists(held_dir + "/config.yaml"));  // not touched
+        CHECK(lines_of(read_text(tmp / "two" / "summary.csv")).size() == 2);
+        const summarize_outcome sum = summarize_sweep_dir(out.dir);
+        REQUIRE(sum.missing.size() == 1);
+        CHECK(sum.missing[0].first == spec.runs[0].id);
+        CHECK(sum.missing[0].second == "being trained by another process");
+    }
+    CHECK_FALSE(run_locked_elsewhere(held_dir));
+    const sweep_outcome again = run_sweep(spec, opt);
+    CHECK(again.busy == 0);
+    CHECK(again.ok == 1);
+    CHECK(again.skipped == 1);
+    CHECK(lines_of(read_text(tmp / "two" / "summary.csv")).size() == 3);
+}
+
+TEST_CASE("a redone run starts from a clean directory: no stale result, checkpoint or temporary file", "[sweep]") {
+    temp_dir tmp;
+    quiet_log quiet;
+    const experiment_spec spec = parse_spec(two_runs, "two.yaml");
+    runner_options opt;
+    opt.out_root = tmp.path.string();
+    opt.threads = 1;
+    run_sweep(spec, opt);
+    const fs::path run = tmp / "two" / "runs" / spec.runs[1].id;
+    const std::string metrics = read_text(run / "metrics.csv");
+    // As if the run had been trained with another config and killed while writing its files.
+    const std::string config = read_text(run / "config.yaml");
+    write_text(run / "config.yaml", config + "# edited\n");
+    for (const char* junk : {"result.yaml.tmp", "model.safetensors.tmp", "config.yaml.tmp.otherhost.1.2"})
+        write_text(run / junk, "half");
+    write_text(run / "metrics.csv", metrics + metrics);
+
+    const sweep_outcome again = run_sweep(spec, opt);
+    CHECK(again.skipped == 1);
+    CHECK(again.ok == 1);
+    CHECK(temporaries(tmp.path).empty());
+    CHECK(read_text(run / "config.yaml") == config);
+    CHECK(metrics_without_timings(run / "metrics.csv") == csv_without(metrics, {"tokens_per_s", "elapsed_s"}));
+    CHECK(fs::is_regular_file(run / "model.safetensors"));
+}
+
+TEST_CASE("summarize re-derives the runs from spec.yaml with its --set overrides", "[sweep]") {
+    temp_dir tmp;
+    quiet_log quiet;
+    const std::vector<std::string> overrides = {"train.steps=12", "train.eval_every=6"};
+    const experiment_spec spec = parse_spec(two_runs, "two.yaml", overrides);
+    runner_options opt;
+    opt.out_root = tmp.path.string();
+    opt.threads = 1;
+    const sweep_outcome out = run_sweep(spec, opt);
+    REQUIRE(out.ok == 2);
+    const std::string summary = read_text(out.summary_path);
+    const std::string table = read_text(tmp / "two" / "table.md");
+    CHECK_THAT(summary, Contains(",12,"));  // steps column
+
+    const experiment_spec again = load_spec_as_run(out.dir);
+    REQUIRE(again.runs.size() == spec.runs.size());
+    for (std::size_t i = 0; i < spec.runs.size(); ++i) {
+        CHECK(again.runs[i].id == spec.runs[i].id);
+        CHECK(run_config_to_yaml(again.runs[i].config) == run_config_to_yaml(spec.runs[i].config));
+    }
+    fs::remove(tmp / "two" / "summary.csv");
+    const summarize_outcome sum = summarize_sweep_dir(out.dir);
+    CHECK(sum.total == 2);
+    CHECK(sum.found == 2);
+    CHECK(sum.missing.empty());
+    CHECK(read_text(tmp / "two" / "summary.csv") == summary);
+    CHECK(read_text(tmp / "two" / "table.md") == table);
+
+    SECTION("without overrides.yaml (older directories) from spec.yaml's first line") {
+        fs::remove(tmp / "two" / "overrides.yaml");
+        const summarize_outcome old = summarize_sweep_dir(out.dir);
+        CHECK(old.found == 2);
+        CHECK(read_text(tmp / "two" / "summary.csv") == summary);
+    }
+    SECTION("a run trained with other overrides is reported, not summarized") {
+        write_file_atomic((tmp / "two" / "overrides.yaml").string(), "- train.steps=13\n- train.eval_every=6\n");
+        const summarize_outcome other = summarize_sweep_dir(out.dir);
+        CHECK(other.found == 0);
+        REQUIRE(other.missing.size() == 2);
+        CHECK_THAT(other.missing[0].second, Contains("config.yaml differs"));
+    }
+    SECTION("directories of runs that are not in the spec are named as strays") {
+        make_dirs((tmp / "two" / "runs" / "seed=7").string());
+        CHECK(summarize_sweep_dir(out.dir).strays == std::vector<std::string>{"seed=7"});
+    }
+    SECTION("a directory that is not a results directory is bad input") {
+        CHECK_THROWS_AS(summarize_sweep_dir((tmp / "two" / "runs").string()), config_error);
+        CHECK_THROWS_AS(summarize_sweep_dir((tmp / "nothing").string()), config_error);
+    }
+}
+
+TEST_CASE("a sweep killed with SIGKILL mid-run and run again trains every run exactly once", "[sweep]") {
+    temp_dir tmp;
+    const fs::path spec = tmp / "six.yaml";
+    write_text(spec, six_runs);
+    const fs::path out = tmp / "out";
+    const fs::path res = out / "six";
+    const std::vector<std::string> cmd = {"run", spec.string(), "--out", out.string(), "--threads", "1"};
+    auto run_dir = [&](std::size_t i) { return res / "runs" / six_ids[i]; };
+    auto exists = [](const fs::path& p) {
+        std::error_code ec;
+        return fs::exists(p, ec);
+    };
+
+    // Let the sweep run in 1 ms slices, stopped (SIGSTOP) between them, until
+    // two runs are done and the third is halfway through its metrics; then
+    // SIGKILL it. A run takes tens of milliseconds, so a slice rarely skips
+    // it; if this test process was descheduled so long that it did, try again.
+    std::size_t third_lines = 0;
+    child c;
+    auto kill_during_third_run = [&] {
+        c = spawn(cmd, tmp.path);
+        for (;;) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            REQUIRE(::kill(c.pid, SIGSTOP) == 0);
+            int status = 0;
+            REQUIRE(::waitpid(c.pid, &status, WUNTRACED) == c.pid);
+            if (!WIFSTOPPED(status)) FAIL("attnlab ended before it was killed:\n" << read_text(c.err_file));
+            const bool overshot = exists(run_dir(2) / "result.yaml");
+            if (overshot || (exists(run_dir(1) / "result.yaml") && exists(run_dir(2) / "metrics.csv") &&
+                             (third_lines = lines_of(read_text(run_dir(2) / "metrics.csv")).size()) >= 4)) {
+                REQUIRE(::kill(c.pid, SIGKILL) == 0);
+                REQUIRE(::waitpid(c.pid, &status, 0) == c.pid);
+                REQUIRE(WIFSIGNALED(status));
+                return !overshot;
+            }
+            REQUIRE(::kill(c.pid, SIGCONT) == 0);
+        }
+    };
+    int attempts = 1;
+    for (; !kill_during_third_run(); ++attempts) {
+        REQUIRE(attempts < 5);
+        fs::remove_all(out);
+    }
+    INFO("attempts: " << attempts);
+    const std::string err1 = read_text(c.err_file);
+    INFO("first stderr:\n" << err1);
+    CHECK(third_lines < six_metrics_lines);
+    CHECK(count_of(err1, "training 300 steps") == 3);
+    CHECK(count_of(err1, "] done in ") == 2);
+    CHECK(exists(run_dir(0) / "result.yaml"));
+    CHECK(exists(run_dir(1) / "result.yaml"));
+    CHECK_FALSE(exists(run_dir(2) / "result.yaml"));
+    CHECK_FALSE(exists(run_dir(3)));
+    REQUIRE(lines_of(read_text(res / "summary.csv")).size() == 3);  // header + the two done runs
+
+    // Again, to the end: the two done runs are skipped, the other four trained once.
+    const auto second = run_cli(cmd, tmp.path);
+    INFO("second stderr:\n" << second.err);
+    REQUIRE(second.code == 0);
+    CHECK(count_of(second.err, "already done (ok), skipped") == 2);
+    CHECK_THAT(second.err, Contains("[1/6 train.lr=0.001,seed=0] already done (ok), skipped"));
+    CHECK_THAT(second.err, Contains("[2/6 train.lr=0.001,seed=1] already done (ok), skipped"));
+    CHECK(count_of(second.err, "training 300 steps") == 4);
+    CHECK_THAT(second.err, Contains("[3/6 train.lr=0.001,seed=2] training 300 steps"));
+    CHECK_THAT(second.err, Contains("sweep: 6/6 runs done (2 skipped)"));
+    CHECK_THAT(second.err, Contains("6 runs (4 trained ok, 0 diverged, 2 skipped as done)"));
+
+    // Every run has exactly one set of metrics rows and equals the uninterrupted sweep.
+    const fs::path ref = reference_run(tmp, spec);
+    for (std::size_t i = 0; i < six_ids.size(); ++i) {
+        INFO(six_ids[i]);
+        const std::string metrics = read_text(run_dir(i) / "metrics.csv");
+        CHECK(lines_of(metrics).size() == six_metrics_lines);
+        CHECK(count_of(metrics, "\n0,test,") == 1);
+        CHECK(metrics_without_timings(run_dir(i) / "metrics.csv") ==
+              metrics_without_timings(ref / "runs" / six_ids[i] / "metrics.csv"));
+        CHECK(read_text(run_dir(i) / "result.yaml").find("status: ok") != std::string::npos);
+    }
+    CHECK(summary_without_timings(res / "summary.csv") == summary_without_timings(ref / "summary.csv"));
+    CHECK(read_text(res / "table.md") == read_text(ref / "table.md"));
+    CHECK(lines_of(read_text(res / "summary.csv")).size() == 7);
+    CHECK(temporaries(res).empty());
+}
+
+TEST_CASE("a spec run as 3 shards in 3 processes, then summarized, equals one unsharded run", "[sweep]") {
+    temp_dir tmp;
+    const fs::path spec = tmp / "six.yaml";
+    write_text(spec, six_runs);
+    const fs::path out = tmp / "out";
+    const fs::path res = out / "six";
+    auto shard_cmd = [&](int i) {
+        return std::vector<std::string>{"run",     spec.string(), "--out",   out.string(), "--threads",
+                                        "1",       "--shard",     std::to_string(i) + "/3"};
+    };
+
+    // Shards 0 and 2 at once; summarize then names shard 1's runs as missing.
+    const child s0 = spawn(shard_cmd(0), tmp.path), s2 = spawn(shard_cmd(2), tmp.path);
+    REQUIRE(wait_for(s0) == 0);
+    REQUIRE(wait_for(s2) == 0);
+    const std::string err0 = read_text(s0.err_file);
+    INFO("shard 0 stderr:\n" << err0);
+    CHECK(count_of(err0, "training 300 steps") == 2);
+    CHECK_THAT(err0, Contains("[1/6 train.lr=0.001,seed=0] training"));
+    CHECK_THAT(err0, Contains("[4/6 train.lr=0.003,seed=0] training"));
+    CHECK_THAT(err0, Contains("sweep: 2/2 runs done (0 skipped)"));
+    CHECK(lines_of(read_text(res / "shards" / "0-of-3" / "summary.csv")).size() == 3);
+    CHECK(fs::is_regular_file(res / "shards" / "2-of-3" / "table.md"));
+    CHECK_FALSE(fs::exists(res / "summary.csv"));
+    const auto partial = run_cli({"summarize", res.string()}, tmp.path);
+    INFO("summarize stderr:\n" << partial.err);
+    CHECK(partial.code == 1);
+    CHECK(count_of(partial.err, "missing run ") == 2);
+    CHECK_THAT(partial.err, Contains("missing run train.lr=0.001,seed=1: not started"));
+    CHECK_THAT(partial.err, Contains("missing run train.lr=0.003,seed=1: not started"));
+    CHECK_THAT(partial.err, Contains("4/6 runs done, 2 missing"));
+
+    const child s1 = spawn(shard_cmd(1), tmp.path);
+    REQUIRE(wait_for(s1) == 0);
+    CHECK(count_of(read_text(s1.err_file), "training 300 steps") == 2);
+    const auto merged = run_cli({"summarize", res.string()}, tmp.path);
+    INFO("summarize stderr:\n" << merged.err);
+    CHECK(merged.code == 0);
+    CHECK_THAT(merged.err, Contains("6/6 runs done;"));
+
+    const fs::path ref = reference_run(tmp, spec);
+    CHECK(summary_without_timings(res / "summary.csv") == summary_without_timings(ref / "summary.csv"));
+    CHECK(read_text(res / "table.md") == read_text(ref / "table.md"));
+    CHECK(lines_of(read_text(res / "summary.csv")).size() == 7);
+    CHECK(temporaries(res).empty());
+}
+
+TEST_CASE("--jobs 2 trains two runs at once and gives the summary of --jobs 1", "[sweep]") {
+    temp_dir tmp;
+    const fs::path spec = tmp / "six.yaml";
+    write_text(spec, six_runs);
+    const fs::path out = tmp / "out";
+    const fs::path res = out / "six";
+    const auto r = run_cli({"run", spec.string(), "--out", out.string(), "--threads", "1", "--jobs", "2"}, tmp.path);
+    INFO("stderr:\n" << r.err);
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.err, Contains("6 to train: 2 at a time, 1 thread each"));
+    CHECK(count_of(r.err, "training 300 steps") == 6);
+    CHECK_THAT(r.err, Contains("sweep: 6/6 runs done (0 skipped)"));
+    // Every progress line of a run carries its tag.
+    for (const auto& line : lines_of(r.err))
+        if (line.find(" step ") != std::string::npos && line.find("done in") == std::string::npos) {
+            INFO(line);
+            CHECK(line.find(" info [") != std::string::npos);
+        }
+
+    const fs::path ref = reference_run(tmp, spec);
+    CHECK(summary_without_timings(res / "summary.csv") == summary_without_timings(ref / "summary.csv"));
+    CHECK(read_text(res / "table.md") == read_text(ref / "table.md"));
+    for (const auto& id : six_ids) {
+        INFO(id);
+        CHECK(metrics_without_timings(res / "runs" / id / "metrics.csv") ==
+              metrics_without_timings(ref / "runs" / id / "metrics.csv"));
+    }
+}
+
+TEST_CASE("attnlab run --shard and --jobs, attnlab summarize: bad input is exit code 2", "[sweep]") {
+    temp_dir tmp;
+    const fs::path spec = tmp / "six.yaml";
+    write_text(spec, six_runs);
+    for (const char* bad : {"3/3", "1", "x/2"}) {
+        const auto r = run_cli({"run", spec.string(), "--out", (tmp / "out").string(), "--shard", bad}, tmp.path);
+        INFO(r.err);
+        CHECK(r.code == 2);
+        CHECK_THAT(r.err, Contains("attnlab: error: --shard: "));
+        CHECK(count_of(r.err, "\n") == 1);
+    }
+    const auto jobs = run_cli({"run", spec.string(), "--out", (tmp / "out").string(), "--jobs", "0"}, tmp.path);
+    CHECK(jobs.code == 2);
+    CHECK_FALSE(fs::exists(tmp / "out"));
+    const auto none = run_cli({"summarize", (tmp / "nothing").string()}, tmp.path);
+    CHECK(none.code == 2);
+    CHECK_THAT(none.err, Contains("no such directory"));
+    const auto not_results = run_cli({"summarize", tmp.path.string()}, tmp.path);
+    CHECK(not_results.code == 2);
+    CHECK_THAT(not_results.err, Contains("no spec.yaml"));
+}
