@@ -177,15 +177,15 @@ def attention(q, k, v, att: dict, g_in=None, g_out=None, out_norm_w=None, out_no
     u = w @ vg  # (B, H, T, HS)
     if den == "softmax":
         z = w.sum(-1)  # (B, H, T)
+        added = eps if num in ("elu1", "relu") else 0.0  # non-negative kernels, as fast-transformers
         if diag is not None:
             with torch.no_grad():
-                az = z.abs()
+                az = (z + added).abs()  # the divisor, as attnlab reports it
                 diag["min_abs_z"] = min(diag.get("min_abs_z", math.inf), float(az.min()))
                 cond = float((w.abs().sum(-1) / az).max())
                 diag["max_cond_z"] = max(diag.get("max_cond_z", 0.0), cond)
         if detach:
             z = z.detach()
-        added = eps if num in ("elu1", "relu") else 0.0  # non-negative kernels, as fast-transformers
         o = u / (z + added)[..., None]
     elif den == "norm":
         o = u / torch.clamp(torch.linalg.vector_norm(u, dim=-1, keepdim=True), min=eps)
