@@ -24,7 +24,7 @@ def main() -> None:
     with open(src, newline="") as f:
         for row in csv.DictReader(f):
             series[row["variant"]].append((int(row["length"]), float(row["us_per_token"])))
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = plt.subplots(figsize=(10, 5))
     for name, pts in series.items():
         pts.sort()
         style = "-" if "symmetric" in name or name in ("elu1",) else ("--" if "full" in name else "-")
@@ -37,7 +37,7 @@ def main() -> None:
     ax.set_ylabel("time per token (us, median)")
     ax.set_title("Autoregressive decoding: KV cache (exp) vs recurrent states")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, ncol=2)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     fig.savefig(dst, dpi=120)
     print(f"wrote {dst}")
