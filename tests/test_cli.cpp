@@ -20,169 +20,15 @@
 #include <thread>
 #include <vector>
 
-#ifndef ATTNLAB_BINARY
-#error "ATTNLAB_BINARY must give the path of the attnlab executable"
-#endif
+#include "process_support.hpp"
 
 namespace fs = std::filesystem;
+using namespace attnlab::test;
 using Catch::Matchers::Contains;
 using Catch::Matchers::EndsWith;
 using Catch::Matchers::StartsWith;
 
 namespace {
-
-// A fresh directory under the system temp dir, removed with its contents.
-class temp_dir {
-public:
-    temp_dir() {
-        std::random_device rd;
-        std::mt19937_64 rng((static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^
-                            static_cast<std::uint64_t>(::getpid()));
-        for (int attempt = 0; attempt < 100; ++attempt) {
-            char suffix[32];
-            std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(rng()));
-            fs::path p = fs::temp_directory_path() / ("attnlab_cli_test_" + std::string(suffix));
-            if (fs::create_directory(p)) {
-                path_ = p;
-                return;
-            }
-        }
-        FAIL("cannot create a temporary directory");
-    }
-    ~temp_dir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    temp_dir(const temp_dir&) = delete;
-    temp_dir& operator=(const temp_dir&) = delete;
-
-    const fs::path& path() const { return path_; }
-    fs::path operator/(const std::string& name) const { return path_ / name; }
-
-private:
-    fs::path path_;
-};
-
-std::string read_text(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    REQUIRE(in);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-void write_text(const fs::path& p, const std::string& text) {
-    std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    REQUIRE(out);
-    out << text;
-    REQUIRE(out);
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-    std::vector<std::string> lines;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-    return lines;
-}
-
-std::vector<std::string> split_csv(const std::string& line) {  // no quoted fields in these files
-    std::vector<std::string> fields;
-    std::string field;
-    std::istringstream in(line);
-    while (std::getline(in, field, ',')) fields.push_back(field);
-    if (!line.empty() && line.back() == ',') fields.emplace_back();
-    return fields;
-}
-
-std::size_t count_of(const std::string& text, const std::string& what) {
-    std::size_t n = 0;
-    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
-    return n;
-}
-
-// A started attnlab process whose stdout and stderr go to files in `io_dir`.
-struct child {
-    pid_t pid = -1;
-    fs::path out_file, err_file;
-};
-
-child spawn(const std::vector<std::string>& args, const fs::path& io_dir, const fs::path& cwd = {}) {
-    static int counter = 0;
-    ++counter;
-    child c;
-    c.out_file = io_dir / ("stdout_" + std::to_string(counter) + ".txt");
-    c.err_file = io_dir / ("stderr_" + std::to_string(counter) + ".txt");
-
-    std::vector<std::string> argv_s = {ATTNLAB_BINARY};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : argv_s) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const std::string out_s = c.out_file.string(), err_s = c.err_file.string(), cwd_s = cwd.string();
-
-    c.pid = ::fork();
-    REQUIRE(c.pid >= 0);
-    if (c.pid == 0) {  // child: only async-signal-safe calls until exec
-        const int in_fd = ::open("/dev/null", O_RDONLY);
-        const int out_fd = ::open(out_s.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        const int err_fd = ::open(err_s.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (in_fd < 0 || out_fd < 0 || err_fd < 0) ::_exit(126);
-        ::dup2(in_fd, 0);
-        ::dup2(out_fd, 1);
-        ::dup2(err_fd, 2);
-        if (!cwd_s.empty() && ::chdir(cwd_s.c_str()) != 0) ::_exit(126);
-        // Default SIGINT handling and no blocked signals, whatever the test runner set up.
-        ::signal(SIGINT, SIG_DFL);
-        sigset_t none;
-        sigemptyset(&none);
-        ::sigprocmask(SIG_SETMASK, &none, nullptr);
-        ::execv(argv[0], argv.data());
-        ::_exit(127);
-    }
-    return c;
-}
-
-int exit_code_of(int status) {
-    if (WIFEXITED(status)) return WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-    return -1;
-}
-
-// Waits for the child; -1 when it is still running after `timeout` (it is then killed).
-int wait_for(const child& c, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-        int status = 0;
-        const pid_t r = ::waitpid(c.pid, &status, WNOHANG);
-        if (r == c.pid) return exit_code_of(status);
-        if (r < 0) return -2;
-        if (std::chrono::steady_clock::now() > deadline) {
-            ::kill(c.pid, SIGKILL);
-            ::waitpid(c.pid, &status, 0);
-            return -1;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-}
-
-struct cli_result {
-    int code = -1;
-    std::string out, err;
-};
-
-// Runs attnlab with `args` (in `cwd` if given) and waits for it to end.
-cli_result run_cli(const std::vector<std::string>& args, const fs::path& cwd = {}) {
-    temp_dir io;
-    const child c = spawn(args, io.path(), cwd);
-    cli_result r;
-    r.code = wait_for(c, std::chrono::seconds(120));
-    r.out = read_text(c.out_file);
-    r.err = read_text(c.err_file);
-    INFO("attnlab stderr:\n" << r.err);
-    REQUIRE(r.code != 127);  // exec failed
-    REQUIRE(r.code != -1);   // timed out
-    return r;
-}
 
 // Asserts that stderr is exactly one line "attnlab: error: <rest>" and returns <rest>.
 std::string single_error(const cli_result& r) {
@@ -249,7 +95,7 @@ const std::string metrics_header = "step,split,loss,token_acc,seq_acc,lr,grad_no
 std::string metrics_without_timings(const std::string& csv) {
     std::string out;
     for (const auto& line : lines_of(csv)) {
-        auto f = split_csv(line);
+        auto f = csv_fields(line);
         REQUIRE(f.size() == 9);
         f.resize(7);
         for (std::size_t i = 0; i < f.size(); ++i) out += (i ? "," : "") + f[i];
@@ -265,7 +111,7 @@ std::vector<std::pair<int, std::string>> metrics_rows(const fs::path& p) {
     REQUIRE(lines[0] == metrics_header);
     std::vector<std::pair<int, std::string>> rows;
     for (std::size_t i = 1; i < lines.size(); ++i) {
-        const auto f = split_csv(lines[i]);
+        const auto f = csv_fields(lines[i]);
         INFO("metrics line: " << lines[i]);
         REQUIRE(f.size() == 9);
         rows.emplace_back(std::stoi(f[0]), f[1]);
@@ -561,13 +407,13 @@ TEST_CASE("attnlab run writes the results tree and skips finished runs", "[cli]"
     const auto sum_lines = lines_of(summary);
     REQUIRE(sum_lines.size() == 3);
     CHECK_THAT(sum_lines[0], StartsWith("run_id,status,seed,"));
-    const auto header = split_csv(sum_lines[0]);
+    const auto header = csv_fields(sum_lines[0]);
     for (const char* col : {"final_test_loss", "final_test_token_acc", "final_test_seq_acc", "best_test_token_acc",
                             "steps", "wall_s", "params"})
         CHECK(std::find(header.begin(), header.end(), col) != header.end());
     const auto steps_col = std::find(header.begin(), header.end(), "steps") - header.begin();
     for (int seed = 0; seed < 2; ++seed) {
-        const auto row = split_csv(sum_lines[seed + 1]);
+        const auto row = csv_fields(sum_lines[seed + 1]);
         INFO(sum_lines[seed + 1]);
         REQUIRE(row.size() == header.size());
         CHECK(row[0] == "seed=" + std::to_string(seed));

@@ -30,71 +30,14 @@
 #include "attnlab/run/sweep_dir.hpp"
 #include "attnlab/util/error.hpp"
 
-#ifndef ATTNLAB_BINARY
-#error "ATTNLAB_BINARY must give the path of the attnlab executable"
-#endif
+#include "process_support.hpp"
 
 namespace fs = std::filesystem;
 using namespace attnlab;
+using namespace attnlab::test;
 using Catch::Matchers::Contains;
 
 namespace {
-
-// A fresh directory under the system temp dir, removed with its contents.
-struct temp_dir {
-    fs::path path;
-    temp_dir() {
-        std::mt19937_64 rng(std::random_device{}() ^ static_cast<std::uint64_t>(::getpid()));
-        for (;;) {
-            path = fs::temp_directory_path() / ("attnlab_sweep_test_" + std::to_string(rng()));
-            if (fs::create_directory(path)) return;
-        }
-    }
-    ~temp_dir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    fs::path operator/(const std::string& name) const { return path / name; }
-};
-
-std::string read_text(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    REQUIRE(in);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-void write_text(const fs::path& p, const std::string& text) {
-    std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    REQUIRE(out);
-    out << text;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-    std::vector<std::string> lines;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-    return lines;
-}
-
-std::size_t count_of(const std::string& text, const std::string& what) {
-    std::size_t n = 0;
-    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
-    return n;
-}
-
-// Fields of one CSV line (RFC 4180: run ids with commas are quoted); quotes are kept.
-std::vector<std::string> csv_fields(const std::string& line) {
-    std::vector<std::string> fields(1);
-    bool quoted = false;
-    for (char c : line) {
-        if (c == '"') quoted = !quoted;
-        if (c == ',' && !quoted) fields.emplace_back();
-        else fields.back() += c;
-    }
-    return fields;
-}
 
 // A CSV file without the named columns (the timings), for "equal except timings".
 std::string csv_without(const std::string& csv, const std::vector<std::string>& drop) {
@@ -132,72 +75,11 @@ std::vector<std::string> temporaries(const fs::path& dir) {
     return out;
 }
 
-// ------------------------------------------------------------ child processes
-
-struct child {
-    pid_t pid = -1;
-    fs::path err_file;
-};
-
-// Starts attnlab with `args`; stdout is discarded, stderr goes to a file in `io_dir`.
-child spawn(const std::vector<std::string>& args, const fs::path& io_dir) {
-    static int counter = 0;
-    child c;
-    c.err_file = io_dir / ("stderr_" + std::to_string(++counter) + ".txt");
-    std::vector<std::string> argv_s = {ATTNLAB_BINARY};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : argv_s) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const std::string err_s = c.err_file.string();
-    c.pid = ::fork();
-    REQUIRE(c.pid >= 0);
-    if (c.pid == 0) {  // child: only async-signal-safe calls until exec
-        const int in_fd = ::open("/dev/null", O_RDONLY);
-        const int out_fd = ::open("/dev/null", O_WRONLY);
-        const int err_fd = ::open(err_s.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (in_fd < 0 || out_fd < 0 || err_fd < 0) ::_exit(126);
-        ::dup2(in_fd, 0);
-        ::dup2(out_fd, 1);
-        ::dup2(err_fd, 2);
-        sigset_t none;
-        sigemptyset(&none);
-        ::sigprocmask(SIG_SETMASK, &none, nullptr);
-        ::execv(argv[0], argv.data());
-        ::_exit(127);
-    }
-    return c;
-}
-
-// Waits for the child to end (killing it after 120 s) and returns its exit code.
-int wait_for(const child& c) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    for (;;) {
-        int status = 0;
-        const pid_t r = ::waitpid(c.pid, &status, WNOHANG);
-        if (r == c.pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        REQUIRE(r == 0);
-        if (std::chrono::steady_clock::now() > deadline) {
-            ::kill(c.pid, SIGKILL);
-            ::waitpid(c.pid, &status, 0);
-            FAIL("attnlab did not end within 120 s:\n" << read_text(c.err_file));
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-}
-
-struct cli_result {
-    int code = -1;
-    std::string err;
-};
-
-cli_result run_cli(const std::vector<std::string>& args, const fs::path& io_dir) {
-    const child c = spawn(args, io_dir);
-    cli_result r;
-    r.code = wait_for(c);
-    r.err = read_text(c.err_file);
-    REQUIRE(r.code != 127);  // exec failed
-    return r;
+// Waits for a started attnlab (at most 120 s) and returns its exit code.
+int wait_ok(const child& c) {
+    const int code = wait_for(c, std::chrono::seconds(120));
+    if (code == -1) FAIL("attnlab did not end within 120 s:\n" << read_text(c.err_file));
+    return code;
 }
 
 // ------------------------------------------------------------------ specs
@@ -224,7 +106,7 @@ constexpr std::size_t six_metrics_lines = 1 + 1 + 2 * 6;
 // Runs the spec in one unsharded process with --jobs 1 into `out`; the reference.
 fs::path reference_run(const temp_dir& dir, const fs::path& spec) {
     const fs::path out = dir / "reference";
-    const auto r = run_cli({"run", spec.string(), "--out", out.string(), "--threads", "1"}, dir.path);
+    const auto r = run_cli({"run", spec.string(), "--out", out.string(), "--threads", "1"}, dir.path());
     INFO(r.err);
     REQUIRE(r.code == 0);
     return out / "six";
@@ -273,7 +155,7 @@ TEST_CASE("a run whose lock another process holds is left to it, and done later"
     quiet_log quiet;
     const experiment_spec spec = parse_spec(two_runs, "two.yaml");
     runner_options opt;
-    opt.out_root = tmp.path.string();
+    opt.out_root = tmp.path().string();
     opt.threads = 1;
     const std::string held_dir = (tmp / "two" / "runs" / spec.runs[0].id).string();
     make_dirs(held_dir);
@@ -305,7 +187,7 @@ TEST_CASE("a redone run starts from a clean directory: no stale result, checkpoi
     quiet_log quiet;
     const experiment_spec spec = parse_spec(two_runs, "two.yaml");
     runner_options opt;
-    opt.out_root = tmp.path.string();
+    opt.out_root = tmp.path().string();
     opt.threads = 1;
     run_sweep(spec, opt);
     const fs::path run = tmp / "two" / "runs" / spec.runs[1].id;
@@ -320,7 +202,7 @@ TEST_CASE("a redone run starts from a clean directory: no stale result, checkpoi
     const sweep_outcome again = run_sweep(spec, opt);
     CHECK(again.skipped == 1);
     CHECK(again.ok == 1);
-    CHECK(temporaries(tmp.path).empty());
+    CHECK(temporaries(tmp.path()).empty());
     CHECK(read_text(run / "config.yaml") == config);
     CHECK(metrics_without_timings(run / "metrics.csv") == csv_without(metrics, {"tokens_per_s", "elapsed_s"}));
     CHECK(fs::is_regular_file(run / "model.safetensors"));
@@ -332,7 +214,7 @@ TEST_CASE("summarize re-derives the runs from spec.yaml with its --set overrides
     const std::vector<std::string> overrides = {"train.steps=12", "train.eval_every=6"};
     const experiment_spec spec = parse_spec(two_runs, "two.yaml", overrides);
     runner_options opt;
-    opt.out_root = tmp.path.string();
+    opt.out_root = tmp.path().string();
     opt.threads = 1;
     const sweep_outcome out = run_sweep(spec, opt);
     REQUIRE(out.ok == 2);
@@ -397,7 +279,7 @@ TEST_CASE("a sweep killed with SIGKILL mid-run and run again trains every run ex
     std::size_t third_lines = 0;
     child c;
     auto kill_during_third_run = [&] {
-        c = spawn(cmd, tmp.path);
+        c = spawn(cmd, tmp.path());
         for (;;) {
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
             REQUIRE(::kill(c.pid, SIGSTOP) == 0);
@@ -433,7 +315,7 @@ TEST_CASE("a sweep killed with SIGKILL mid-run and run again trains every run ex
     REQUIRE(lines_of(read_text(res / "summary.csv")).size() == 3);  // header + the two done runs
 
     // Again, to the end: the two done runs are skipped, the other four trained once.
-    const auto second = run_cli(cmd, tmp.path);
+    const auto second = run_cli(cmd, tmp.path());
     INFO("second stderr:\n" << second.err);
     REQUIRE(second.code == 0);
     CHECK(count_of(second.err, "already done (ok), skipped") == 2);
@@ -473,9 +355,9 @@ TEST_CASE("a spec run as 3 shards in 3 processes, then summarized, equals one un
     };
 
     // Shards 0 and 2 at once; summarize then names shard 1's runs as missing.
-    const child s0 = spawn(shard_cmd(0), tmp.path), s2 = spawn(shard_cmd(2), tmp.path);
-    REQUIRE(wait_for(s0) == 0);
-    REQUIRE(wait_for(s2) == 0);
+    const child s0 = spawn(shard_cmd(0), tmp.path()), s2 = spawn(shard_cmd(2), tmp.path());
+    REQUIRE(wait_ok(s0) == 0);
+    REQUIRE(wait_ok(s2) == 0);
     const std::string err0 = read_text(s0.err_file);
     INFO("shard 0 stderr:\n" << err0);
     CHECK(count_of(err0, "training 300 steps") == 2);
@@ -485,7 +367,7 @@ TEST_CASE("a spec run as 3 shards in 3 processes, then summarized, equals one un
     CHECK(lines_of(read_text(res / "shards" / "0-of-3" / "summary.csv")).size() == 3);
     CHECK(fs::is_regular_file(res / "shards" / "2-of-3" / "table.md"));
     CHECK_FALSE(fs::exists(res / "summary.csv"));
-    const auto partial = run_cli({"summarize", res.string()}, tmp.path);
+    const auto partial = run_cli({"summarize", res.string()}, tmp.path());
     INFO("summarize stderr:\n" << partial.err);
     CHECK(partial.code == 1);
     CHECK(count_of(partial.err, "missing run ") == 2);
@@ -493,10 +375,10 @@ TEST_CASE("a spec run as 3 shards in 3 processes, then summarized, equals one un
     CHECK_THAT(partial.err, Contains("missing run train.lr=0.003,seed=1: not started"));
     CHECK_THAT(partial.err, Contains("4/6 runs done, 2 missing"));
 
-    const child s1 = spawn(shard_cmd(1), tmp.path);
-    REQUIRE(wait_for(s1) == 0);
+    const child s1 = spawn(shard_cmd(1), tmp.path());
+    REQUIRE(wait_ok(s1) == 0);
     CHECK(count_of(read_text(s1.err_file), "training 300 steps") == 2);
-    const auto merged = run_cli({"summarize", res.string()}, tmp.path);
+    const auto merged = run_cli({"summarize", res.string()}, tmp.path());
     INFO("summarize stderr:\n" << merged.err);
     CHECK(merged.code == 0);
     CHECK_THAT(merged.err, Contains("6/6 runs done;"));
@@ -514,7 +396,7 @@ TEST_CASE("--jobs 2 trains two runs at once and gives the summary of --jobs 1", 
     write_text(spec, six_runs);
     const fs::path out = tmp / "out";
     const fs::path res = out / "six";
-    const auto r = run_cli({"run", spec.string(), "--out", out.string(), "--threads", "1", "--jobs", "2"}, tmp.path);
+    const auto r = run_cli({"run", spec.string(), "--out", out.string(), "--threads", "1", "--jobs", "2"}, tmp.path());
     INFO("stderr:\n" << r.err);
     REQUIRE(r.code == 0);
     CHECK_THAT(r.err, Contains("6 to train: 2 at a time, 1 thread each"));
@@ -542,19 +424,19 @@ TEST_CASE("attnlab run --shard and --jobs, attnlab summarize: bad input is exit 
     const fs::path spec = tmp / "six.yaml";
     write_text(spec, six_runs);
     for (const char* bad : {"3/3", "1", "x/2"}) {
-        const auto r = run_cli({"run", spec.string(), "--out", (tmp / "out").string(), "--shard", bad}, tmp.path);
+        const auto r = run_cli({"run", spec.string(), "--out", (tmp / "out").string(), "--shard", bad}, tmp.path());
         INFO(r.err);
         CHECK(r.code == 2);
         CHECK_THAT(r.err, Contains("attnlab: error: --shard: "));
         CHECK(count_of(r.err, "\n") == 1);
     }
-    const auto jobs = run_cli({"run", spec.string(), "--out", (tmp / "out").string(), "--jobs", "0"}, tmp.path);
+    const auto jobs = run_cli({"run", spec.string(), "--out", (tmp / "out").string(), "--jobs", "0"}, tmp.path());
     CHECK(jobs.code == 2);
     CHECK_FALSE(fs::exists(tmp / "out"));
-    const auto none = run_cli({"summarize", (tmp / "nothing").string()}, tmp.path);
+    const auto none = run_cli({"summarize", (tmp / "nothing").string()}, tmp.path());
     CHECK(none.code == 2);
     CHECK_THAT(none.err, Contains("no such directory"));
-    const auto not_results = run_cli({"summarize", tmp.path.string()}, tmp.path);
+    const auto not_results = run_cli({"summarize", tmp.path().string()}, tmp.path());
     CHECK(not_results.code == 2);
     CHECK_THAT(not_results.err, Contains("no spec.yaml"));
 }

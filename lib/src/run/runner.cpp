@@ -145,8 +145,8 @@ void sweep_runner::write_summary() {
     for (std::size_t i = 0; i < results_.size(); ++i)
         if (results_[i]) entries.push_back({&spec_.runs[i], *results_[i]});
     const std::string dir = summary_dir();
-    write_file_atomic_shared(dir + "/summary.csv", summary_csv(spec_, entries));
-    write_file_atomic_shared(dir + "/table.md", summary_table_md(spec_, entries));
+    write_file_atomic(dir + "/summary.csv", summary_csv(spec_, entries));
+    write_file_atomic(dir + "/table.md", summary_table_md(spec_, entries));
 }
 
 void sweep_runner::log_progress() {

@@ -25,52 +25,18 @@ namespace attnlab {
 
 namespace fs = std::filesystem;
 
-void write_file_atomic_shared(const std::string& path, const std::string& text) {
-    char host[256] = "host";
-    ::gethostname(host, sizeof host - 1);
-    host[sizeof host - 1] = '\0';
-    const std::size_t tid = std::hash<std::thread::id>{}(std::this_thread::get_id());
-    const std::string tmp =
-        path + ".tmp." + host + "." + std::to_string(::getpid()) + "." + std::to_string(tid % 1000000007);
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) throw io_error("cannot write " + tmp + ": " + std::strerror(errno));
-    std::size_t done = 0;
-    while (done < text.size()) {
-        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            const std::string why = std::strerror(errno);
-            ::close(fd);
-            std::remove(tmp.c_str());
-            throw io_error("cannot write " + tmp + ": " + why);
-        }
-        done += static_cast<std::size_t>(n);
-    }
-    // fsync before rename: after a crash the name points at complete data.
-    if (::fsync(fd) != 0 || ::close(fd) != 0) {
-        const std::string why = std::strerror(errno);
-        std::remove(tmp.c_str());
-        throw io_error("cannot write " + tmp + ": " + why);
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        const std::string why = std::strerror(errno);
-        std::remove(tmp.c_str());
-        throw io_error("cannot rename " + tmp + " to " + path + ": " + why);
-    }
-}
-
 void write_spec_as_run(const std::string& dir, const experiment_spec& spec) {
     YAML::Emitter list;
     list << YAML::BeginSeq;
     for (const auto& s : spec.set_overrides) list << YAML::DoubleQuoted << s;
     list << YAML::EndSeq;
     // overrides.yaml first: a spec.yaml is never newer than the overrides that go with it.
-    write_file_atomic_shared(dir + "/overrides.yaml", std::string("# --set overrides of the run of spec.yaml; "
+    write_file_atomic(dir + "/overrides.yaml", std::string("# --set overrides of the run of spec.yaml; "
                                                                   "attnlab summarize applies them\n") +
                                                           (spec.set_overrides.empty() ? "[]" : list.c_str()) + "\n");
     std::string header = "# attnlab " ATTNLAB_VERSION ": spec " + spec.path + " as run";
     for (const auto& s : spec.set_overrides) header += " --set " + s;
-    write_file_atomic_shared(dir + "/spec.yaml", header + "\n" + spec.source_text);
+    write_file_atomic(dir + "/spec.yaml", header + "\n" + spec.source_text);
 }
 
 namespace {
@@ -202,8 +168,8 @@ summarize_outcome summarize_sweep_dir(const std::string& dir) {
         if (it->is_directory() && !ids.count(it->path().filename().string()))
             out.strays.push_back(it->path().filename().string());
     std::sort(out.strays.begin(), out.strays.end());
-    write_file_atomic_shared(dir + "/summary.csv", summary_csv(spec, entries));
-    write_file_atomic_shared(dir + "/table.md", summary_table_md(spec, entries));
+    write_file_atomic(dir + "/summary.csv", summary_csv(spec, entries));
+    write_file_atomic(dir + "/table.md", summary_table_md(spec, entries));
     return out;
 }
 

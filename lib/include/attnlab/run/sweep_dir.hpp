@@ -21,12 +21,6 @@
 
 namespace attnlab {
 
-// Like write_file_atomic (fsync, rename over `path`), but through a temporary
-// name unique to this host, process and thread: processes that write the same
-// file at once (every shard writes spec.yaml) never share a temporary file,
-// and the file is always one writer's complete text.
-void write_file_atomic_shared(const std::string& path, const std::string& text);
-
 // Writes <dir>/overrides.yaml, then <dir>/spec.yaml: the spec as run.
 void write_spec_as_run(const std::string& dir, const experiment_spec& spec);
 
