@@ -25,7 +25,7 @@ void add_state(CLI::App& app, action& chosen) {
                         "bytes_sym");
             for (const auto& run : spec.runs) {
                 const state_size s = run_state_size(run.config);
-                std::printf("%-*s  %-8s %14zu %14zu %14zu\n", width, run.id.c_str(), s.finite ? "finite" : "kv_cache",
+                std::printf("%-*s  %-8s %14.6g %14.6g %14.6g\n", width, run.id.c_str(), s.finite ? "finite" : "kv_cache",
                             s.symmetric_floats, s.full_floats, s.bytes());
             }
             return exit_ok;

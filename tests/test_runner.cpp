@@ -2,6 +2,7 @@
 // on; a softmax sum that crosses zero is reported; summary.csv holds both.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -85,4 +86,21 @@ TEST_CASE("a malformed result.yaml makes the run be redone, not the sweep fail",
     CHECK(again.skipped == 1);
     CHECK(again.ok == 1);
     REQUIRE(read_run_result(result));
+}
+
+TEST_CASE("state sizes in the summary survive sizes beyond 64 bits", "[runner]") {
+    // Taylor order 12 at head size 32: the full layout holds sum_m 32^m
+    // features (about 1.2e18) times 33, more than a size_t can count.
+    run_config c;
+    c.model.d_model = 64;
+    c.model.heads = 2;
+    c.attention.numerator = numerator_kind::taylor;
+    c.attention.order = 12;
+    const state_size s = run_state_size(c);
+    double full_features = 0;
+    for (int m = 0; m <= 12; ++m) full_features += std::pow(32.0, m);
+    CHECK(s.full_floats == Approx(full_features * 33));
+    // symmetric: sum_m C(31 + m, m) = C(44, 12) features, exact
+    CHECK(s.symmetric_floats == Approx(21090682613.0 * 33).epsilon(1e-12));
+    CHECK(s.bytes() == s.symmetric_floats * 4);
 }

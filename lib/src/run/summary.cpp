@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
 #include <yaml-cpp/yaml.h>
 
@@ -67,12 +68,29 @@ std::optional<run_result> read_run_result(const std::string& path) {
     }
 }
 
+namespace {
+// state_floats in double: exact when it fits in size_t, else (only Taylor
+// states) F (HS + 1) with F = sum over orders of d^m or C(d+m-1, m).
+double state_floats_or_estimate(const attention_config& a, int HS, state_layout layout, int T) {
+    try {
+        return static_cast<double>(state_floats(a, HS, layout, T));
+    } catch (const std::overflow_error&) {
+        double F = 0, term = 1;  // term = size of order m
+        for (int m = 0; m <= a.order; ++m) {
+            F += term;
+            term *= layout == state_layout::full ? HS : static_cast<double>(HS + m) / (m + 1);
+        }
+        return F * (HS + 1);
+    }
+}
+}  // namespace
+
 state_size run_state_size(const run_config& cfg) {
     const int HS = cfg.model.d_model / cfg.model.heads, T = max_seq_len(cfg.task);
     state_size s;
     s.finite = has_finite_state(cfg.attention);
-    s.symmetric_floats = state_floats(cfg.attention, HS, state_layout::symmetric, T);
-    s.full_floats = state_floats(cfg.attention, HS, state_layout::full, T);
+    s.symmetric_floats = state_floats_or_estimate(cfg.attention, HS, state_layout::symmetric, T);
+    s.full_floats = state_floats_or_estimate(cfg.attention, HS, state_layout::full, T);
     return s;
 }
 
@@ -108,9 +126,9 @@ std::string summary_csv(const experiment_spec& spec, const std::vector<summary_e
         row.emplace_back(wall);
         row.push_back(std::to_string(r.params));
         const state_size st = run_state_size(e.point->config);
-        row.push_back(std::to_string(st.symmetric_floats));
-        row.push_back(std::to_string(st.full_floats));
-        row.push_back(std::to_string(st.bytes()));
+        row.push_back(format_number(st.symmetric_floats));
+        row.push_back(format_number(st.full_floats));
+        row.push_back(format_number(st.bytes()));
         row.push_back(std::to_string(r.nonpositive_denominator_steps));
         row.push_back(describe(r));
         out += csv_line(row);

@@ -23,10 +23,13 @@ struct summary_entry {
 // State of one attention layer and head in recurrent form (SPEC §2): floats
 // of S and z in the symmetric and full Taylor layouts, or of the key/value
 // cache at the run's longest sequence for variants without a finite state.
+// Counts are doubles: the full layout of a high Taylor order (32^12 floats
+// for order 12 at head size 32) does not fit in 64 bits, and is still worth
+// printing.
 struct state_size {
     bool finite = true;
-    std::size_t symmetric_floats = 0, full_floats = 0;
-    std::size_t bytes() const { return symmetric_floats * sizeof(float); }  // float32, symmetric layout
+    double symmetric_floats = 0, full_floats = 0;
+    double bytes() const { return symmetric_floats * sizeof(float); }  // float32, symmetric layout
 };
 state_size run_state_size(const run_config& cfg);
 
