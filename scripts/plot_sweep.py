@@ -46,6 +46,22 @@ def read_summary(path):
     return rows, swept
 
 
+def task_of(results_dir, row):
+    """The run's task kind: swept, or the base's, read from its config.yaml."""
+    if row.get("task.kind"):
+        return row["task.kind"]
+    path = os.path.join(results_dir, "runs", row["run_id"], "config.yaml")
+    if os.path.exists(path):
+        with open(path) as f:
+            in_task = False
+            for line in f:
+                if line.startswith("task:"):
+                    in_task = True
+                elif in_task and line.strip().startswith("kind:"):
+                    return line.split(":", 1)[1].strip()
+    return "task"
+
+
 def label_of(row, keys):
     parts = [f"{k.split('.')[-1]}={row[k]}" for k in keys if row.get(k, "") != ""]
     return ", ".join(parts) if parts else "base"
@@ -101,7 +117,11 @@ def by_key(rows, x_key, line_key, out, title, numeric_x):
             xs = sorted(xs, key=float) if numeric_x else xs
             ms = [mean_std(pts[x]) for x in xs]
             xv = [float(x) for x in xs] if numeric_x else list(range(len(xs)))
-            ax.errorbar(xv, [m for m, _ in ms], yerr=[s for _, s in ms], marker="o", capsize=3, label=lname or None)
+            bars = ax.errorbar(xv, [m for m, _ in ms], yerr=[s for _, s in ms], marker="o", capsize=3,
+                               label=lname or None)
+            if pts.get(""):  # runs without this key (exp in an order sweep): a reference line
+                ax.axhline(mean_std(pts[""])[0], ls="--", lw=1, color=bars[0].get_color(),
+                           label=f"{lname} without {x_key.split('.')[-1]}" if lname else None)
             if not numeric_x:
                 ax.set_xticks(xv)
                 ax.set_xticklabels(xs, rotation=30)
@@ -133,7 +153,7 @@ def main():
     name = os.path.basename(os.path.normpath(args.results_dir))
     tasks = OrderedDict()
     for r in rows:
-        tasks.setdefault(r.get("task.kind", "") or "task", []).append(r)
+        tasks.setdefault(task_of(args.results_dir, r), []).append(r)
     group_keys = [k for k in swept if k not in NON_GROUP]
     written = []
     for task, trows in tasks.items():
