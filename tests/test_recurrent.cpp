@@ -6,10 +6,10 @@
 
 #include <cmath>
 #include <limits>
-#include <sstream>
 
 #include "attnlab/attention/recurrent.hpp"
 #include "gradcheck.hpp"
+#include "variant_cases.hpp"
 
 using namespace attnlab;
 using namespace attnlab::test;
@@ -18,22 +18,7 @@ namespace {
 
 constexpr double same_bound = 1e-9;
 
-const denominator_kind all_denominators[] = {denominator_kind::softmax, denominator_kind::norm,
-                                             denominator_kind::rmsnorm, denominator_kind::layernorm,
-                                             denominator_kind::gate,    denominator_kind::length,
-                                             denominator_kind::none};
-
-std::string describe(const attention_config& a, int HS) {
-    std::ostringstream s;
-    s << to_string(a.numerator);
-    if (a.numerator == numerator_kind::taylor) s << " order " << a.order;
-    s << " / " << to_string(a.denominator);
-    if (a.clamp) s << " clamp " << *a.clamp;
-    if (a.in_gate) s << " in_gate";
-    if (a.out_gate) s << " out_gate";
-    s << ", HS " << HS;
-    return s.str();
-}
+std::string describe(const attention_config& a, int HS) { return test::describe(a) + ", HS " + std::to_string(HS); }
 
 double max_abs_diff(const vec& a, const vec& b) {
     double m = 0;

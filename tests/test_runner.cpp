@@ -5,24 +5,17 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <random>
 
 #include "attnlab/io/files.hpp"
 #include "attnlab/run/runner.hpp"
 #include "attnlab/run/summary.hpp"
+#include "process_support.hpp"
 
 using namespace attnlab;
+using attnlab::test::temp_dir;
 namespace fs = std::filesystem;
 
 namespace {
-struct temp_dir {
-    fs::path path;
-    temp_dir() {
-        path = fs::temp_directory_path() / ("attnlab_runner_" + std::to_string(std::random_device{}()));
-        fs::create_directories(path);
-    }
-    ~temp_dir() { fs::remove_all(path); }
-};
 
 // exp with no denominator and no clamp at lr 1 overflows within a few steps;
 // the same spec's bounded runs must still finish.
@@ -45,7 +38,7 @@ TEST_CASE("a diverging run is recorded as diverged and the sweep goes on", "[run
     const experiment_spec spec = parse_spec(diverging_spec, "div.yaml");
     REQUIRE(spec.runs.size() == 3);
     runner_options opt;
-    opt.out_root = tmp.path.string();
+    opt.out_root = tmp.path().string();
     const sweep_outcome out = run_sweep(spec, opt);
     CHECK(out.diverged == 1);
     CHECK(out.ok == 2);
@@ -78,9 +71,9 @@ TEST_CASE("a malformed result.yaml makes the run be redone, not the sweep fail",
     experiment_spec spec = parse_spec(diverging_spec, "div.yaml");
     spec.runs.resize(2);
     runner_options opt;
-    opt.out_root = tmp.path.string();
+    opt.out_root = tmp.path().string();
     run_sweep(spec, opt);
-    const std::string result = (tmp.path / "div" / "runs" / spec.runs[1].id / "result.yaml").string();
+    const std::string result = (tmp.path() / "div" / "runs" / spec.runs[1].id / "result.yaml").string();
     std::ofstream(result) << "garbage: [";
     const sweep_outcome again = run_sweep(spec, opt);
     CHECK(again.skipped == 1);

@@ -4,22 +4,15 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <sstream>
 
 #include "attnlab/attention/attention.hpp"
 #include "model_check.hpp"
+#include "variant_cases.hpp"
 
 using namespace attnlab;
 using namespace attnlab::test;
 
 namespace {
-
-const numerator_kind all_numerators[] = {numerator_kind::exp,  numerator_kind::taylor, numerator_kind::linear,
-                                         numerator_kind::elu1, numerator_kind::relu,   numerator_kind::cosine};
-const denominator_kind all_denominators[] = {denominator_kind::softmax, denominator_kind::norm,
-                                             denominator_kind::rmsnorm, denominator_kind::layernorm,
-                                             denominator_kind::gate,    denominator_kind::length,
-                                             denominator_kind::none};
 
 attention_config variant(numerator_kind n, denominator_kind d, int order = 2) {
     attention_config a;
@@ -27,18 +20,6 @@ attention_config variant(numerator_kind n, denominator_kind d, int order = 2) {
     a.denominator = d;
     if (n == numerator_kind::taylor) a.order = order;
     return a;
-}
-
-std::string describe(const attention_config& a) {
-    std::ostringstream s;
-    s << to_string(a.numerator);
-    if (a.numerator == numerator_kind::taylor) s << " order " << a.order;
-    s << " / " << to_string(a.denominator);
-    if (a.clamp) s << " clamp " << *a.clamp;
-    if (a.in_gate) s << " in_gate";
-    if (a.out_gate) s << " out_gate";
-    if (a.detach_denominator) s << " detach";
-    return s.str();
 }
 
 // Gradient check of the attention layer alone for one variant: q, k, v, the
