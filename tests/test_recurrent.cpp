@@ -29,10 +29,11 @@ double max_abs_diff(const vec& a, const vec& b) {
 // Random inputs of one attention layer, (N, C) with N = B T, C = NH HS.
 // q and k are scaled by 0.5 so that signed kernels' softmax sums stay away from 0.
 struct layer_inputs {
-    static constexpr int B = 2, T = 7, NH = 2;
-    int HS, C, N;
+    static constexpr int NH = 2;
+    int B, T, HS, C, N;
     vec q, k, v, g_in, g_out, params;
-    layer_inputs(int HS_, int n_params, std::uint64_t seed) : HS(HS_), C(NH * HS_), N(B * T) {
+    layer_inputs(int HS_, int n_params, std::uint64_t seed, int B_ = 2, int T_ = 7)
+        : B(B_), T(T_), HS(HS_), C(NH * HS_), N(B_ * T_) {
         rng r(seed);
         q = random_vector(N * C, r, 0.5);
         k = random_vector(N * C, r, 0.5);
@@ -103,6 +104,16 @@ void check_all_denominators(attention_config a) {
                     CHECK(max_abs_diff(sym, par) <= same_bound);
                     CHECK(max_abs_diff(full, sym) <= same_bound);
                 }
+}
+
+// The parallel form is fused in row blocks: sequences longer than two blocks
+// must give the same outputs as the step-by-step form.
+void check_long_sequence(attention_config a) {
+    const int T = 2 * attention_scratch<double>::block_rows + 5, HS = 4;
+    INFO(describe(a, HS) << ", T " << T);
+    const int P = make_denominator<double>(a)->param_count(HS);
+    const layer_inputs x(HS, P, 37, 1, T);
+    CHECK(max_abs_diff(recurrent_out(a, x, state_layout::symmetric), parallel_reference(a, x)) <= same_bound);
 }
 
 attention_config numerator(numerator_kind n, int order = 0) {
@@ -306,4 +317,20 @@ TEST_CASE("key/value cache: stepping past its capacity throws", "[recurrent]") {
     rec.step(o, 0, 0, q, k, v, 1.0, 1.0, nullptr);
     CHECK(o[0] == Approx(1.0));
     CHECK_THROWS_AS(rec.step(o, 0, 0, q, k, v, 1.0, 1.0, nullptr), std::length_error);
+}
+
+TEST_CASE("recurrent = parallel across several row blocks of the fused kernel", "[recurrent][attention]") {
+    attention_config a = numerator(numerator_kind::exp);  // key/value cache
+    a.denominator = denominator_kind::softmax;
+    check_long_sequence(a);
+    a = numerator(numerator_kind::taylor, 2);
+    a.denominator = denominator_kind::softmax;
+    check_long_sequence(a);
+    a.denominator = denominator_kind::layernorm;
+    a.in_gate = a.out_gate = true;
+    check_long_sequence(a);
+    a = numerator(numerator_kind::elu1);
+    a.denominator = denominator_kind::norm;
+    a.in_gate = true;
+    check_long_sequence(a);
 }

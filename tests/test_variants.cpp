@@ -24,8 +24,10 @@ attention_config variant(numerator_kind n, denominator_kind d, int order = 2) {
 
 // Gradient check of the attention layer alone for one variant: q, k, v, the
 // gates it uses and its denominator parameters are all checked.
-void check_attention_layer(const attention_config& cfg) {
-    const int B = 2, T = 5, NH = 2, HS = 3, C = NH * HS, N = B * T;
+struct layer_dims { int B = 2, T = 5, NH = 2, HS = 3; };
+
+void check_attention_layer(const attention_config& cfg, layer_dims dims = {}) {
+    const int B = dims.B, T = dims.T, NH = dims.NH, HS = dims.HS, C = NH * HS, N = B * T;
     attention_layer<double> att(cfg, NH, HS);
     attention_cache<double> cache;
     att.init_cache(cache, B, T);
@@ -72,6 +74,27 @@ TEST_CASE("attention layer gradients: every numerator x denominator", "[attentio
             INFO(describe(a));
             check_attention_layer(a);
         }
+}
+
+TEST_CASE("attention layer gradients across several row blocks", "[attention][grad]") {
+    // The fused kernel works in blocks of block_rows query rows and recomputes
+    // them in the backward: sequences of 2 blocks + 5 rows exercise the block
+    // edges, the partial last block and keys shared by several blocks. (No
+    // relu or clamp here: among ~9k scores some sit within h of their kink.)
+    const int T = 2 * attention_scratch<double>::block_rows + 5;
+    std::vector<attention_config> cases = {variant(numerator_kind::exp, denominator_kind::softmax),
+                                           variant(numerator_kind::taylor, denominator_kind::norm, 4),
+                                           variant(numerator_kind::taylor, denominator_kind::rmsnorm, 2),
+                                           variant(numerator_kind::elu1, denominator_kind::layernorm),
+                                           variant(numerator_kind::linear, denominator_kind::length),
+                                           variant(numerator_kind::exp, denominator_kind::gate)};
+    attention_config gated = variant(numerator_kind::elu1, denominator_kind::softmax);
+    gated.in_gate = gated.out_gate = true;
+    cases.push_back(gated);
+    for (const auto& a : cases) {
+        INFO(describe(a) << ", T " << T);
+        check_attention_layer(a, {1, T, 1, 2});
+    }
 }
 
 TEST_CASE("attention layer gradients: modifiers and Taylor orders", "[attention][grad]") {

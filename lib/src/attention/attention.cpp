@@ -1,5 +1,6 @@
-// Parallel form of causal attention for a (numerator, denominator) variant.
-// Backward, per head (rows t, columns j <= t), with V' = g_in * V:
+// Parallel form of causal attention for a (numerator, denominator) variant,
+// fused in row blocks (attention.hpp). Backward, per head (rows t, columns
+// j <= t), with V' = g_in * V, recomputing each block's w first:
 //   dd_t = g_out_t dout_t,  dg_out_t += dout_t . D(u_t)
 //   (du_t, dz_t) = D'(dd_t)
 //   dw_tj = du_t . v'_j + dz_t          (dz_t because z_t = sum_j w_tj)
@@ -27,8 +28,6 @@ template <class T>
 void attention_cache<T>::resize(int B_, int T_, int NH_, int HS_, int P) {
     B = B_; T_cap = T_; NH = NH_; HS = HS_;
     const size_t bh = static_cast<size_t>(B) * NH;
-    scores.assign(bh * T_cap * T_cap, T(0));
-    weights.assign(bh * T_cap * T_cap, T(0));
     wsum.assign(bh * T_cap, T(0));
     numer.assign(bh * T_cap * HS, T(0));
     dparams.assign(bh * P, T(0));
@@ -51,6 +50,16 @@ T attention_cache<T>::min_abs_denominator() const {
 }
 
 template <class T>
+void attention_scratch<T>::resize(int T_cap, int HS) {
+    const size_t block = static_cast<size_t>(block_rows) * T_cap, th = static_cast<size_t>(T_cap) * HS;
+    if (S.size() >= block && Vg.size() >= th && row.size() >= static_cast<size_t>(HS)) return;
+    S.assign(block, T(0)); W.assign(block, T(0)); dW.assign(block, T(0));
+    for (auto* v : {&Vg, &dU, &dVg, &dFq, &dFk}) v->assign(th, T(0));
+    dz.assign(T_cap, T(0));
+    row.assign(HS, T(0));
+}
+
+template <class T>
 attention_layer<T>::attention_layer(const attention_config& cfg, int NH, int HS)
     : NH_(NH), HS_(HS), scale_(T(1) / std::sqrt(T(HS))), clamp_on_(cfg.clamp.has_value()),
       clamp_(static_cast<T>(cfg.clamp.value_or(0.0))), in_gate_(cfg.in_gate), out_gate_(uses_out_gate(cfg)),
@@ -67,171 +76,233 @@ void attention_layer<T>::init_cache(attention_cache<T>& cache, int B, int T_cap)
 }
 
 template <class T>
-void attention_layer<T>::forward(T* out, attention_cache<T>& cache, const attention_inputs<T>& in, int B,
-                                 int Tn) const {
+void attention_layer<T>::weight_block(attention_scratch<T>& scratch, const T* q, const T* k, const T* fq,
+                                      const T* fk, int t0, int t1) const {
+    const int C = NH_ * HS_, rows = t1 - t0;
+    matrix_map<T> W(scratch.W.data(), rows, t1);  // (rows, t1)
+    if (kernel_) {
+        const_strided_map<T> Q(q + static_cast<long>(t0) * C, rows, HS_, Eigen::OuterStride<>(C));  // (rows, HS)
+        const_strided_map<T> K(k, t1, HS_, Eigen::OuterStride<>(C));                                 // (t1, HS)
+        matrix_map<T> S(scratch.S.data(), rows, t1);                                                 // (rows, t1)
+        S.noalias() = (Q * K.transpose()) * scale_;
+        for (int r = 0; r < rows; ++r) {
+            const int n = t0 + r + 1;  // keys 0..t
+            if (clamp_on_)
+                for (int j = 0; j < n; ++j) S(r, j) = std::min(S(r, j), clamp_);
+            kernel_->forward_row(&W(r, 0), &S(r, 0), n);
+            for (int j = n; j < t1; ++j) W(r, j) = T(0);
+        }
+    } else {
+        const_matrix_map<T> Fq(fq + static_cast<long>(t0) * HS_, rows, HS_);  // (rows, HS)
+        const_matrix_map<T> Fk(fk, t1, HS_);                                   // (t1, HS)
+        W.noalias() = Fq * Fk.transpose();
+        for (int r = 0; r < rows; ++r)
+            for (int j = t0 + r + 1; j < t1; ++j) W(r, j) = T(0);
+    }
+}
+
+template <class T>
+void attention_layer<T>::forward_heads(T* out, attention_cache<T>& cache, const attention_inputs<T>& in, int Tn,
+                                       int bh_begin, int bh_end, attention_scratch<T>& scratch) const {
     const int NH = NH_, HS = HS_, C = NH * HS;
     const bool need_z = denom_->uses_weight_sum();
-#pragma omp parallel if (attention_work(B, NH, Tn, HS) > parallel_threshold)
-    {
-        row_matrix<T> Vg(in_gate_ ? Tn : 0, HS);  // per-thread scratch: g_in * V
-#pragma omp for schedule(static)
-        for (int bh = 0; bh < B * NH; ++bh) {
-            const int b = bh / NH, h = bh % NH;
-            const long off = static_cast<long>(b) * Tn * C + h * HS;
-            const long gate_off = static_cast<long>(b) * Tn * NH + h;  // (N, NH) index of (b, t=0, h)
-            const_strided_map<T> Q(in.q + off, Tn, HS, Eigen::OuterStride<>(C));  // (T, HS)
-            const_strided_map<T> K(in.k + off, Tn, HS, Eigen::OuterStride<>(C));  // (T, HS)
-            const_strided_map<T> V(in.v + off, Tn, HS, Eigen::OuterStride<>(C));  // (T, HS)
-            strided_map<T> O(out + off, Tn, HS, Eigen::OuterStride<>(C));         // (T, HS)
-            const size_t tt = static_cast<size_t>(bh) * cache.T_cap * cache.T_cap;
-            const size_t th = static_cast<size_t>(bh) * cache.T_cap * HS;
-            matrix_map<T> W(cache.weights.data() + tt, Tn, Tn);  // (T, T)
-            matrix_map<T> U(cache.numer.data() + th, Tn, HS);    // (T, HS)
-            T* z = cache.wsum.data() + static_cast<size_t>(bh) * cache.T_cap;  // (T)
-
-            if (kernel_) {
-                matrix_map<T> S(cache.scores.data() + tt, Tn, Tn);  // (T, T)
-                S.noalias() = (Q * K.transpose()) * scale_;
-                for (int t = 0; t < Tn; ++t) {
-                    if (clamp_on_)
-                        for (int j = 0; j <= t; ++j) S(t, j) = std::min(S(t, j), clamp_);
-                    kernel_->forward_row(&W(t, 0), &S(t, 0), t + 1);
-                }
-            } else {
-                matrix_map<T> Fq(cache.phi_q.data() + th, Tn, HS), Fk(cache.phi_k.data() + th, Tn, HS);
-                for (int t = 0; t < Tn; ++t) {
-                    features_->forward(&Fq(t, 0), Q.row(t).data(), HS);
-                    features_->forward(&Fk(t, 0), K.row(t).data(), HS);
-                }
-                W.noalias() = Fq * Fk.transpose();
-            }
-            long nonpositive = 0;
-            T min_abs = std::numeric_limits<T>::infinity();
+    scratch.resize(Tn, HS);
+    for (int bh = bh_begin; bh < bh_end; ++bh) {
+        const int b = bh / NH, h = bh % NH;
+        const long off = static_cast<long>(b) * Tn * C + h * HS;
+        const long gate_off = static_cast<long>(b) * Tn * NH + h;  // (N, NH) index of (b, t=0, h)
+        const_strided_map<T> V(in.v + off, Tn, HS, Eigen::OuterStride<>(C));  // (T, HS)
+        strided_map<T> O(out + off, Tn, HS, Eigen::OuterStride<>(C));         // (T, HS)
+        const size_t th = static_cast<size_t>(bh) * cache.T_cap * HS;
+        matrix_map<T> U(cache.numer.data() + th, Tn, HS);                      // (T, HS)
+        T* z = cache.wsum.data() + static_cast<size_t>(bh) * cache.T_cap;      // (T)
+        const T* fq = nullptr;
+        const T* fk = nullptr;
+        if (features_) {
+            matrix_map<T> Fq(cache.phi_q.data() + th, Tn, HS), Fk(cache.phi_k.data() + th, Tn, HS);
+            const_strided_map<T> Q(in.q + off, Tn, HS, Eigen::OuterStride<>(C));
+            const_strided_map<T> K(in.k + off, Tn, HS, Eigen::OuterStride<>(C));
             for (int t = 0; t < Tn; ++t) {
-                for (int j = t + 1; j < Tn; ++j) W(t, j) = T(0);
-                if (need_z) {
-                    z[t] = W.row(t).head(t + 1).sum();
-                    const T divisor = z[t] + denom_->weight_sum_offset();
+                features_->forward(&Fq(t, 0), Q.row(t).data(), HS);
+                features_->forward(&Fk(t, 0), K.row(t).data(), HS);
+            }
+            fq = Fq.data();
+            fk = Fk.data();
+        }
+        matrix_map<T> Vg(scratch.Vg.data(), Tn, HS);  // (T, HS) g_in * V
+        if (in_gate_)
+            for (int t = 0; t < Tn; ++t) Vg.row(t) = V.row(t) * in.in_gate[gate_off + static_cast<long>(t) * NH];
+        else
+            Vg = V;
+
+        long nonpositive = 0;
+        T min_abs = std::numeric_limits<T>::infinity();
+        for (int t0 = 0; t0 < Tn; t0 += scratch.block_rows) {
+            const int t1 = std::min(Tn, t0 + scratch.block_rows), rows = t1 - t0;
+            weight_block(scratch, in.q + off, in.k + off, fq, fk, t0, t1);
+            const_matrix_map<T> W(scratch.W.data(), rows, t1);  // (rows, t1)
+            U.middleRows(t0, rows).noalias() = W * Vg.topRows(t1);
+            if (need_z)
+                for (int r = 0; r < rows; ++r) {
+                    z[t0 + r] = W.row(r).head(t0 + r + 1).sum();
+                    const T divisor = z[t0 + r] + denom_->weight_sum_offset();
                     nonpositive += !(divisor > T(0));
                     min_abs = std::min(min_abs, std::abs(divisor));
                 }
+        }
+        cache.nonpositive_wsum[bh] = nonpositive;
+        cache.min_abs_wsum[bh] = min_abs;
+        for (int t = 0; t < Tn; ++t) {
+            denom_->forward_row(&O(t, 0), &U(t, 0), need_z ? z[t] : T(0), t + 1, in.denom_params, HS);
+            if (out_gate_) O.row(t) *= in.out_gate[gate_off + static_cast<long>(t) * NH];
+        }
+    }
+}
+
+template <class T>
+void attention_layer<T>::backward_heads(const attention_grads<T>& grads, const T* dout, attention_cache<T>& cache,
+                                        const attention_inputs<T>& in, int Tn, int bh_begin, int bh_end,
+                                        attention_scratch<T>& scratch) const {
+    const int NH = NH_, HS = HS_, C = NH * HS;
+    const int P = denominator_param_count();
+    const bool need_z = denom_->uses_weight_sum();
+    scratch.resize(Tn, HS);
+    for (int bh = bh_begin; bh < bh_end; ++bh) {
+        const int b = bh / NH, h = bh % NH;
+        const long off = static_cast<long>(b) * Tn * C + h * HS;
+        const long gate_off = static_cast<long>(b) * Tn * NH + h;
+        const_strided_map<T> Q(in.q + off, Tn, HS, Eigen::OuterStride<>(C));   // (T, HS)
+        const_strided_map<T> K(in.k + off, Tn, HS, Eigen::OuterStride<>(C));   // (T, HS)
+        const_strided_map<T> V(in.v + off, Tn, HS, Eigen::OuterStride<>(C));   // (T, HS)
+        const_strided_map<T> dO(dout + off, Tn, HS, Eigen::OuterStride<>(C));  // (T, HS)
+        strided_map<T> dQ(grads.dq + off, Tn, HS, Eigen::OuterStride<>(C));
+        strided_map<T> dK(grads.dk + off, Tn, HS, Eigen::OuterStride<>(C));
+        strided_map<T> dV(grads.dv + off, Tn, HS, Eigen::OuterStride<>(C));
+        const size_t th = static_cast<size_t>(bh) * cache.T_cap * HS;
+        const_matrix_map<T> U(cache.numer.data() + th, Tn, HS);
+        const T* z = cache.wsum.data() + static_cast<size_t>(bh) * cache.T_cap;
+        T* dparams = P ? cache.dparams.data() + static_cast<size_t>(bh) * P : nullptr;
+        if (P) std::fill(dparams, dparams + P, T(0));
+        const T* fq = features_ ? cache.phi_q.data() + th : nullptr;
+        const T* fk = features_ ? cache.phi_k.data() + th : nullptr;
+        matrix_map<T> dU(scratch.dU.data(), Tn, HS), Vg(scratch.Vg.data(), Tn, HS), dVg(scratch.dVg.data(), Tn, HS);
+        T* dz = scratch.dz.data();
+
+        // (du_t, dz_t) through the output gate and the denominator, row by row.
+        for (int t = 0; t < Tn; ++t) {
+            const T zt = need_z ? z[t] : T(0);
+            const T* dout_t = dO.row(t).data();
+            if (out_gate_) {
+                const long gi = gate_off + static_cast<long>(t) * NH;
+                T* o_row = scratch.row.data();
+                denom_->forward_row(o_row, U.row(t).data(), zt, t + 1, in.denom_params, HS);
+                T dg = 0;
+                for (int i = 0; i < HS; ++i) dg += dout_t[i] * o_row[i];
+                grads.dout_gate[gi] += dg;
+                for (int i = 0; i < HS; ++i) o_row[i] = dout_t[i] * in.out_gate[gi];  // dd_t, reusing the row
+                dout_t = o_row;
             }
-            cache.nonpositive_wsum[bh] = nonpositive;
-            cache.min_abs_wsum[bh] = min_abs;
-            if (in_gate_) {
-                for (int t = 0; t < Tn; ++t) Vg.row(t) = V.row(t) * in.in_gate[gate_off + static_cast<long>(t) * NH];
-                U.noalias() = W.template triangularView<Eigen::Lower>() * Vg;
+            dz[t] = denom_->backward_row(&dU(t, 0), dparams, dout_t, U.row(t).data(), zt, t + 1, in.denom_params, HS);
+        }
+        if (in_gate_)
+            for (int t = 0; t < Tn; ++t) Vg.row(t) = V.row(t) * in.in_gate[gate_off + static_cast<long>(t) * NH];
+        else
+            Vg = V;
+        dVg.setZero();
+        if (features_) {
+            matrix_map<T>(scratch.dFq.data(), Tn, HS).setZero();
+            matrix_map<T>(scratch.dFk.data(), Tn, HS).setZero();
+        }
+
+        for (int t0 = 0; t0 < Tn; t0 += scratch.block_rows) {
+            const int t1 = std::min(Tn, t0 + scratch.block_rows), rows = t1 - t0;
+            weight_block(scratch, in.q + off, in.k + off, fq, fk, t0, t1);
+            const_matrix_map<T> W(scratch.W.data(), rows, t1);  // (rows, t1)
+            matrix_map<T> dW(scratch.dW.data(), rows, t1);      // (rows, t1)
+            dW.noalias() = dU.middleRows(t0, rows) * Vg.topRows(t1).transpose();
+            dVg.topRows(t1).noalias() += W.transpose() * dU.middleRows(t0, rows);  // W is zero above the diagonal
+            for (int r = 0; r < rows; ++r) {
+                const int n = t0 + r + 1;
+                if (need_z)
+                    for (int j = 0; j < n; ++j) dW(r, j) += dz[t0 + r];
+                for (int j = n; j < t1; ++j) dW(r, j) = T(0);
+            }
+            if (kernel_) {
+                const_matrix_map<T> S(scratch.S.data(), rows, t1);
+                for (int r = 0; r < rows; ++r) {
+                    const int n = t0 + r + 1;
+                    kernel_->backward_row(&dW(r, 0), &dW(r, 0), S.row(r).data(), W.row(r).data(), n);
+                    if (clamp_on_)  // min(s, c) passes the gradient only below c
+                        for (int j = 0; j < n; ++j)
+                            if (!(S(r, j) < clamp_)) dW(r, j) = T(0);
+                }
+                // dW now holds ds (rows, t1), zero above the diagonal
+                dQ.middleRows(t0, rows).noalias() += (dW * K.topRows(t1)) * scale_;
+                dK.topRows(t1).noalias() += (dW.transpose() * Q.middleRows(t0, rows)) * scale_;
             } else {
-                U.noalias() = W.template triangularView<Eigen::Lower>() * V;
+                const_matrix_map<T> Fq(fq, Tn, HS), Fk(fk, Tn, HS);
+                matrix_map<T>(scratch.dFq.data(), Tn, HS).middleRows(t0, rows).noalias() += dW * Fk.topRows(t1);
+                matrix_map<T>(scratch.dFk.data(), Tn, HS).topRows(t1).noalias() +=
+                    dW.transpose() * Fq.middleRows(t0, rows);
             }
+        }
+        if (in_gate_) {
+            for (int j = 0; j < Tn; ++j) {
+                const long gi = gate_off + static_cast<long>(j) * NH;
+                dV.row(j) += dVg.row(j) * in.in_gate[gi];
+                grads.din_gate[gi] += dVg.row(j).dot(V.row(j));
+            }
+        } else {
+            dV += dVg;
+        }
+        if (features_) {
+            const_matrix_map<T> Fq(fq, Tn, HS), Fk(fk, Tn, HS);
+            const_matrix_map<T> dFq(scratch.dFq.data(), Tn, HS), dFk(scratch.dFk.data(), Tn, HS);
             for (int t = 0; t < Tn; ++t) {
-                denom_->forward_row(&O(t, 0), &U(t, 0), need_z ? z[t] : T(0), t + 1, in.denom_params, HS);
-                if (out_gate_) O.row(t) *= in.out_gate[gate_off + static_cast<long>(t) * NH];
+                features_->backward(&dQ(t, 0), dFq.row(t).data(), Q.row(t).data(), Fq.row(t).data(), HS);
+                features_->backward(&dK(t, 0), dFk.row(t).data(), K.row(t).data(), Fk.row(t).data(), HS);
             }
         }
     }
 }
 
 template <class T>
+void attention_layer<T>::sum_denominator_grads(T* ddenom, const attention_cache<T>& cache, int bh_begin,
+                                               int bh_end) const {
+    const int P = denominator_param_count();
+    if (!P || !ddenom) return;
+    for (int bh = bh_begin; bh < bh_end; ++bh)
+        for (int i = 0; i < P; ++i) ddenom[i] += cache.dparams[static_cast<size_t>(bh) * P + i];
+}
+
+template <class T>
+void attention_layer<T>::forward(T* out, attention_cache<T>& cache, const attention_inputs<T>& in, int B,
+                                 int Tn) const {
+#pragma omp parallel if (attention_work(B, NH_, Tn, HS_) > parallel_threshold)
+    {
+        attention_scratch<T> scratch;
+#pragma omp for schedule(static)
+        for (int bh = 0; bh < B * NH_; ++bh) forward_heads(out, cache, in, Tn, bh, bh + 1, scratch);
+    }
+}
+
+template <class T>
 void attention_layer<T>::backward(const attention_grads<T>& grads, const T* dout, attention_cache<T>& cache,
                                   const attention_inputs<T>& in, int B, int Tn) const {
-    const int NH = NH_, HS = HS_, C = NH * HS;
-    const int P = denominator_param_count();
-    const bool need_z = denom_->uses_weight_sum();
-    std::fill(cache.dparams.begin(), cache.dparams.end(), T(0));
-#pragma omp parallel if (attention_work(B, NH, Tn, HS) > parallel_threshold)
+#pragma omp parallel if (attention_work(B, NH_, Tn, HS_) > parallel_threshold)
     {
-        // per-thread scratch
-        row_matrix<T> dU(Tn, HS), dW(Tn, Tn), dVg(Tn, HS), Vg(in_gate_ ? Tn : 0, HS);
-        row_matrix<T> dFq(features_ ? Tn : 0, HS), dFk(features_ ? Tn : 0, HS);
-        std::vector<T> dd(HS), o_row(HS), dz(Tn);
+        attention_scratch<T> scratch;
 #pragma omp for schedule(static)
-        for (int bh = 0; bh < B * NH; ++bh) {
-            const int b = bh / NH, h = bh % NH;
-            const long off = static_cast<long>(b) * Tn * C + h * HS;
-            const long gate_off = static_cast<long>(b) * Tn * NH + h;
-            const_strided_map<T> Q(in.q + off, Tn, HS, Eigen::OuterStride<>(C));
-            const_strided_map<T> K(in.k + off, Tn, HS, Eigen::OuterStride<>(C));
-            const_strided_map<T> V(in.v + off, Tn, HS, Eigen::OuterStride<>(C));
-            const_strided_map<T> dO(dout + off, Tn, HS, Eigen::OuterStride<>(C));
-            strided_map<T> dQ(grads.dq + off, Tn, HS, Eigen::OuterStride<>(C));
-            strided_map<T> dK(grads.dk + off, Tn, HS, Eigen::OuterStride<>(C));
-            strided_map<T> dV(grads.dv + off, Tn, HS, Eigen::OuterStride<>(C));
-            const size_t tt = static_cast<size_t>(bh) * cache.T_cap * cache.T_cap;
-            const size_t th = static_cast<size_t>(bh) * cache.T_cap * HS;
-            const_matrix_map<T> W(cache.weights.data() + tt, Tn, Tn);
-            const_matrix_map<T> U(cache.numer.data() + th, Tn, HS);
-            const T* z = cache.wsum.data() + static_cast<size_t>(bh) * cache.T_cap;
-            T* dparams = P ? cache.dparams.data() + static_cast<size_t>(bh) * P : nullptr;
-
-            for (int t = 0; t < Tn; ++t) {
-                const T zt = need_z ? z[t] : T(0);
-                const T* dout_t = dO.row(t).data();
-                if (out_gate_) {
-                    const long gi = gate_off + static_cast<long>(t) * NH;
-                    denom_->forward_row(o_row.data(), U.row(t).data(), zt, t + 1, in.denom_params, HS);
-                    T dg = 0;
-                    for (int i = 0; i < HS; ++i) {
-                        dd[i] = dout_t[i] * in.out_gate[gi];
-                        dg += dout_t[i] * o_row[i];
-                    }
-                    grads.dout_gate[gi] += dg;
-                    dout_t = dd.data();
-                }
-                dz[t] = denom_->backward_row(&dU(t, 0), dparams, dout_t, U.row(t).data(), zt, t + 1,
-                                             in.denom_params, HS);
-            }
-            if (in_gate_) {
-                for (int t = 0; t < Tn; ++t) Vg.row(t) = V.row(t) * in.in_gate[gate_off + static_cast<long>(t) * NH];
-                dW.noalias() = dU * Vg.transpose();
-            } else {
-                dW.noalias() = dU * V.transpose();
-            }
-            dVg.noalias() = W.transpose() * dU;  // W is zero above the diagonal
-            if (in_gate_) {
-                for (int j = 0; j < Tn; ++j) {
-                    const long gi = gate_off + static_cast<long>(j) * NH;
-                    dV.row(j) += dVg.row(j) * in.in_gate[gi];
-                    grads.din_gate[gi] += dVg.row(j).dot(V.row(j));
-                }
-            } else {
-                dV += dVg;
-            }
-            for (int t = 0; t < Tn; ++t) {
-                if (need_z)
-                    for (int j = 0; j <= t; ++j) dW(t, j) += dz[t];
-                for (int j = t + 1; j < Tn; ++j) dW(t, j) = T(0);
-            }
-            if (kernel_) {
-                const_matrix_map<T> S(cache.scores.data() + tt, Tn, Tn);
-                for (int t = 0; t < Tn; ++t) {
-                    kernel_->backward_row(&dW(t, 0), &dW(t, 0), S.row(t).data(), W.row(t).data(), t + 1);
-                    if (clamp_on_)  // min(s, c) passes the gradient only below c
-                        for (int j = 0; j <= t; ++j)
-                            if (!(S(t, j) < clamp_)) dW(t, j) = T(0);
-                }
-                // dW now holds ds (T, T), lower triangular
-                dQ.noalias() += (dW * K) * scale_;
-                dK.noalias() += (dW.transpose() * Q) * scale_;
-            } else {
-                const_matrix_map<T> Fq(cache.phi_q.data() + th, Tn, HS), Fk(cache.phi_k.data() + th, Tn, HS);
-                dFq.noalias() = dW * Fk;
-                dFk.noalias() = dW.transpose() * Fq;
-                for (int t = 0; t < Tn; ++t) {
-                    features_->backward(&dQ(t, 0), &dFq(t, 0), Q.row(t).data(), Fq.row(t).data(), HS);
-                    features_->backward(&dK(t, 0), &dFk(t, 0), K.row(t).data(), Fk.row(t).data(), HS);
-                }
-            }
-        }
+        for (int bh = 0; bh < B * NH_; ++bh) backward_heads(grads, dout, cache, in, Tn, bh, bh + 1, scratch);
     }
     // Sum the per-head parameter gradients in a fixed order (deterministic).
-    if (P && grads.ddenom_params)
-        for (int bh = 0; bh < B * NH; ++bh)
-            for (int i = 0; i < P; ++i) grads.ddenom_params[i] += cache.dparams[static_cast<size_t>(bh) * P + i];
+    sum_denominator_grads(grads.ddenom_params, cache, 0, B * NH_);
 }
 
 template struct attention_cache<float>;
 template struct attention_cache<double>;
+template struct attention_scratch<float>;
+template struct attention_scratch<double>;
 template class attention_layer<float>;
 template class attention_layer<double>;
 

@@ -4,8 +4,12 @@
 //   w_tj = f(min(q_t.k_j / sqrt(HS), clamp))  or  phi(q_t).phi(k_j)     (j <= t)
 //   u_t  = sum_j w_tj g_in_j v_j,  z_t = sum_j w_tj
 //   o_t  = g_out_t * D(u_t, z_t, t)
-// Parallelism: one OpenMP loop over (batch, head) pairs; the per-head
-// products inside run serially (Eigen does not thread inside the region).
+// Fused in row blocks: for rows [t0, t1) of one head, the scores and weights
+// (t1 - t0, t1) live only in per-thread scratch; the cache keeps O(T HS) per
+// head (u_t, z_t, features), and the backward recomputes the block's weights.
+// Parallelism: forward()/backward() run one OpenMP loop over (batch, head)
+// pairs; forward_heads()/backward_heads() do a range of pairs on the calling
+// thread (the model's data-parallel shards call these).
 #pragma once
 #include <memory>
 #include <vector>
@@ -38,8 +42,6 @@ struct attention_grads {  // all accumulated (+=)
 template <class T>
 struct attention_cache {
     int B = 0, T_cap = 0, NH = 0, HS = 0;
-    std::vector<T> scores;        // (B, NH, T, T) clamped scaled scores (score kernels)
-    std::vector<T> weights;       // (B, NH, T, T) w, zero above the diagonal
     std::vector<T> wsum;          // (B, NH, T)    z_t
     std::vector<T> numer;         // (B, NH, T, HS) u_t
     std::vector<T> phi_q, phi_k;  // (B, NH, T, HS) features (feature maps)
@@ -54,6 +56,18 @@ struct attention_cache {
     T min_abs_denominator() const;
 };
 
+// One thread's working memory for attention over sequences of up to T_cap:
+// a row block of scores and weights, and per-head (T, HS) gradients.
+template <class T>
+struct attention_scratch {
+    static constexpr int block_rows = 64;  // rows of a score block: (64, T) stays in L2
+    std::vector<T> S, W, dW;      // (block_rows, T_cap) scores, weights, their gradient
+    std::vector<T> Vg, dU, dVg;   // (T_cap, HS) g_in * V, dL/du, dL/d(g_in V)
+    std::vector<T> dFq, dFk;      // (T_cap, HS) feature gradients (feature maps)
+    std::vector<T> dz, row;       // (T_cap) dL/dz_t, (HS) one row
+    void resize(int T_cap, int HS);
+};
+
 template <class T>
 class attention_layer {
 public:
@@ -66,11 +80,30 @@ public:
 
     // out (N, C) <- attention of the inputs.
     void forward(T* out, attention_cache<T>& cache, const attention_inputs<T>& in, int B, int Tn) const;
-    // grads += gradients of the inputs given dout (N, C).
+    // grads += gradients of the inputs given dout (N, C). ddenom_params is
+    // summed over (b, h) in a fixed order after the parallel loop.
     void backward(const attention_grads<T>& grads, const T* dout, attention_cache<T>& cache,
                   const attention_inputs<T>& in, int B, int Tn) const;
 
+    // The same for the (batch, head) pairs [bh_begin, bh_end) on this thread.
+    // backward_heads leaves the denominator's parameter gradient per pair in
+    // cache.dparams (the caller sums it with sum_denominator_grads).
+    void forward_heads(T* out, attention_cache<T>& cache, const attention_inputs<T>& in, int Tn, int bh_begin,
+                       int bh_end, attention_scratch<T>& scratch) const;
+    void backward_heads(const attention_grads<T>& grads, const T* dout, attention_cache<T>& cache,
+                        const attention_inputs<T>& in, int Tn, int bh_begin, int bh_end,
+                        attention_scratch<T>& scratch) const;
+    // ddenom (param_count) += the per-pair parts of pairs [bh_begin, bh_end).
+    void sum_denominator_grads(T* ddenom, const attention_cache<T>& cache, int bh_begin, int bh_end) const;
+
 private:
+    // Weights of rows [t0, t1) of one head against keys [0, t1) into
+    // scratch.W (t1 - t0, t1), zero above the diagonal; score kernels keep the
+    // clamped scaled scores in scratch.S. Q, K: the head's (T, HS) rows with
+    // row stride C; Fq, Fk: its features (T, HS) contiguous (feature maps).
+    void weight_block(attention_scratch<T>& scratch, const T* Q, const T* K, const T* Fq, const T* Fk, int t0,
+                      int t1) const;
+
     int NH_, HS_;
     T scale_;
     bool clamp_on_;
