@@ -1,10 +1,14 @@
 // Forward and backward of the SPEC §3 model, composed from ops/ and
 // attention/. Backward walks the blocks in reverse with one residual
 // gradient buffer dres_: every op's backward accumulates into it, so the
-// identity path of each residual connection costs nothing.
+// identity path of each residual connection costs nothing. Each thread runs
+// forward_shard / backward_shard on its own whole sequences (transformer.hpp).
 #include "attnlab/model/transformer.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -19,7 +23,26 @@ constexpr double rmsnorm_eps = 1e-6;
 constexpr std::uint64_t init_stream = 3;  // derive_seed stream of parameter init
 
 template <class T>
-void zero(std::vector<T>& v, std::size_t n) { std::fill(v.begin(), v.begin() + n, T(0)); }
+void zero(T* p, std::size_t n) { std::fill(p, p + n, T(0)); }
+
+using op_clock = std::chrono::steady_clock;
+
+// Adds the time since the last lap to acc[kind] when on (thread 0, timing enabled).
+class lap_timer {
+public:
+    lap_timer(bool on, std::vector<double>& acc) : on_(on), acc_(acc), last_(on ? op_clock::now() : op_clock::time_point{}) {}
+    void operator()(int kind) {
+        if (!on_) return;
+        const auto now = op_clock::now();
+        acc_[kind] += std::chrono::duration<double>(now - last_).count();
+        last_ = now;
+    }
+
+private:
+    bool on_;
+    std::vector<double>& acc_;
+    op_clock::time_point last_;
+};
 }  // namespace
 
 template <class T>
@@ -31,6 +54,19 @@ transformer<T>::transformer(const model_config& m, const attention_config& a, in
     if (uses_rope()) rope_ = std::make_unique<rope_tables<T>>(max_T_, HS_);
     params.assign(layout_.total(), T(0));
     grads.assign(layout_.total(), T(0));
+    times_.names = {"embedding", "rmsnorm", "q/k/v (+rope, gates)", "attention", "output projection", "mlp",
+                    "head + loss"};
+    reset_timings();
+}
+
+template <class T>
+void transformer<T>::enable_op_timing(bool on) { timing_ = on; }
+
+template <class T>
+void transformer<T>::reset_timings() {
+    times_.forward_s.assign(op_kinds, 0.0);
+    times_.backward_s.assign(op_kinds, 0.0);
+    times_.passes = 0;
 }
 
 template <class T>
@@ -86,65 +122,33 @@ void transformer<T>::reserve(int B, int T_len) {
 }
 
 template <class T>
+void transformer<T>::plan_shards(int B) {
+    // The recurrent form (evaluation only) keeps one state per (b, h) and
+    // parallelises over them itself: one shard.
+    const int P = recurrent_ ? 1 : std::max(1, std::min(omp_get_max_threads(), B));
+    shards_.assign(P, shard{});
+    if (static_cast<int>(scratch_.size()) < P) scratch_.resize(P);
+    if (static_cast<int>(shard_grads_.size()) < P - 1) shard_grads_.resize(P - 1);
+    for (auto& g : shard_grads_)
+        if (g.size() != grads.size()) g.assign(grads.size(), T(0));
+    std::size_t a = 0;
+    for (int s = 0; s < P; ++s) {
+        shard& sh = shards_[s];
+        sh.b0 = static_cast<int>(static_cast<long>(B) * s / P);
+        sh.b1 = static_cast<int>(static_cast<long>(B) * (s + 1) / P);
+        sh.a0 = static_cast<int>(a);
+        while (a < ans_rows_.size() && ans_rows_[a] < sh.b1 * T_) ++a;  // answer rows are in row order
+        sh.a1 = static_cast<int>(a);
+    }
+}
+
+template <class T>
 T transformer<T>::forward(const std::int32_t* tokens, const std::int32_t* targets, int B, int Tn) {
     reserve(B, Tn);
     B_ = B; T_ = Tn; tokens_ = tokens;
-    const int N = B * Tn, C = C_, F = F_;
-    const T eps = static_cast<T>(rmsnorm_eps);
+    const int N = B * Tn;
 
-    embedding_forward(x_[0].data(), tokens, p(off_.embed),
-                      off_.pos == block_offsets::npos ? nullptr : p(off_.pos), B, Tn, C);
-    for (int l = 0; l < m_.layers; ++l) {
-        const block_offsets& bo = off_.blocks[l];
-        layer_acts& a = acts_[l];
-        const T* x = x_[l].data();
-        rmsnorm_forward(a.ln1.data(), a.rstd1.data(), x, p(bo.attn_norm), N, C, eps);
-        if (uses_rope()) {
-            linear_forward(a.q_raw.data(), a.ln1.data(), p(bo.q), (const T*)nullptr, N, C, C);
-            linear_forward(a.k_raw.data(), a.ln1.data(), p(bo.k), (const T*)nullptr, N, C, C);
-            rope_forward(a.q.data(), a.q_raw.data(), *rope_, B, Tn, NH_, HS_);
-            rope_forward(a.k.data(), a.k_raw.data(), *rope_, B, Tn, NH_, HS_);
-        } else {
-            linear_forward(a.q.data(), a.ln1.data(), p(bo.q), (const T*)nullptr, N, C, C);
-            linear_forward(a.k.data(), a.ln1.data(), p(bo.k), (const T*)nullptr, N, C, C);
-        }
-        linear_forward(a.v.data(), a.ln1.data(), p(bo.v), (const T*)nullptr, N, C, C);
-        // gates: sigmoid(a_h . x + b_h) per head and position, from the attention input x = ln1
-        if (attn_.has_in_gate()) {
-            linear_forward(a.g_in.data(), a.ln1.data(), p(bo.in_gate), p(bo.in_gate_bias), N, C, NH_);
-            sigmoid_forward(a.g_in.data(), a.g_in.data(), static_cast<long>(N) * NH_);
-        }
-        if (attn_.has_out_gate()) {
-            linear_forward(a.g_out.data(), a.ln1.data(), p(bo.out_gate), p(bo.out_gate_bias), N, C, NH_);
-            sigmoid_forward(a.g_out.data(), a.g_out.data(), static_cast<long>(N) * NH_);
-        }
-        if (recurrent_) recurrent_->forward(a.att.data(), attention_inputs_of(l), B, Tn);
-        else attn_.forward(a.att.data(), a.att_cache, attention_inputs_of(l), B, Tn);
-        // mid = x + att @ Wo^T
-        linear_forward(a.mid.data(), a.att.data(), p(bo.o), (const T*)nullptr, N, C, C);
-        add_inplace(a.mid.data(), x, static_cast<long>(N) * C);
-
-        T* x_next = x_[l + 1].data();
-        if (m_.mlp == mlp_kind::none) {
-            std::copy(a.mid.begin(), a.mid.begin() + static_cast<long>(N) * C, x_next);
-            continue;
-        }
-        rmsnorm_forward(a.ln2.data(), a.rstd2.data(), a.mid.data(), p(bo.mlp_norm), N, C, eps);
-        if (m_.mlp == mlp_kind::swiglu) {
-            linear_forward(a.fc_gate.data(), a.ln2.data(), p(bo.mlp_gate), (const T*)nullptr, N, C, F);
-            linear_forward(a.fc_up.data(), a.ln2.data(), p(bo.mlp_up), (const T*)nullptr, N, C, F);
-            swiglu_forward(a.act.data(), a.fc_gate.data(), a.fc_up.data(), N, F);
-            linear_forward(x_next, a.act.data(), p(bo.mlp_down), (const T*)nullptr, N, F, C);
-        } else {  // gelu
-            linear_forward(a.fc_up.data(), a.ln2.data(), p(bo.mlp_up), p(bo.mlp_up_bias), N, C, F);
-            gelu_forward(a.act.data(), a.fc_up.data(), static_cast<long>(N) * F);
-            linear_forward(x_next, a.act.data(), p(bo.mlp_down), p(bo.mlp_down_bias), N, F, C);
-        }
-        add_inplace(x_next, a.mid.data(), static_cast<long>(N) * C);
-    }
-    rmsnorm_forward(lnf_.data(), rstdf_.data(), x_[m_.layers].data(), p(off_.norm), N, C, eps);
-
-    // Gather the answer rows: only they reach the head and the loss.
+    // The answer rows: only they reach the head and the loss.
     ans_rows_.clear(); ans_tgt_.clear();
     for (int n = 0; n < N; ++n)
         if (targets[n] != no_target) {
@@ -153,17 +157,118 @@ T transformer<T>::forward(const std::int32_t* tokens, const std::int32_t* target
             ans_tgt_.push_back(targets[n]);
         }
     const int A = static_cast<int>(ans_rows_.size());
-    for (int a = 0; a < A; ++a)
-        std::copy_n(lnf_.data() + static_cast<long>(ans_rows_[a]) * C, C, lnf_ans_.data() + static_cast<long>(a) * C);
-    linear_forward(logits_.data(), lnf_ans_.data(), p(off_.head), (const T*)nullptr, A, C, V_);
     losses_.resize(A);
-    const T loss = cross_entropy_forward(probs_.data(), losses_.data(), logits_.data(), ans_tgt_.data(), A, V_);
     ans_pred_.resize(A);
-    for (int a = 0; a < A; ++a) {
-        const T* z = logits_.data() + static_cast<long>(a) * V_;
-        ans_pred_[a] = static_cast<std::int32_t>(std::max_element(z, z + V_) - z);
+    plan_shards(B);
+    const int P = static_cast<int>(shards_.size());
+    if (P == 1) {
+        forward_shard(shards_[0], scratch_[0], timing_);
+    } else {
+#pragma omp parallel num_threads(P)
+        {
+            const int s = omp_get_thread_num();
+            forward_shard(shards_[s], scratch_[s], timing_ && s == 0);
+        }
     }
-    return loss;
+    if (timing_) ++times_.passes;
+    double total = 0;  // in row order: the same sum for any thread count
+    for (int a = 0; a < A; ++a) total += losses_[a];
+    return A > 0 ? static_cast<T>(total / A) : T(0);
+}
+
+template <class T>
+void transformer<T>::forward_shard(const shard& sh, attention_scratch<T>& scratch, bool timed) {
+    const int Tn = T_, C = C_, F = F_, Bs = sh.b1 - sh.b0, N = Bs * Tn;
+    const long n0 = static_cast<long>(sh.b0) * Tn;  // first row of the shard
+    const long rc = n0 * C, rf = n0 * F, rg = n0 * NH_;
+    const T eps = static_cast<T>(rmsnorm_eps);
+    lap_timer lap(timed, times_.forward_s);
+
+    embedding_forward(x_[0].data() + rc, tokens_ + n0, p(off_.embed),
+                      off_.pos == block_offsets::npos ? nullptr : p(off_.pos), Bs, Tn, C);
+    lap(op_embed);
+    for (int l = 0; l < m_.layers; ++l) {
+        const block_offsets& bo = off_.blocks[l];
+        layer_acts& a = acts_[l];
+        const T* x = x_[l].data() + rc;
+        T* ln1 = a.ln1.data() + rc;
+        rmsnorm_forward(ln1, a.rstd1.data() + n0, x, p(bo.attn_norm), N, C, eps);
+        lap(op_norm);
+        if (uses_rope()) {
+            linear_forward(a.q_raw.data() + rc, ln1, p(bo.q), (const T*)nullptr, N, C, C);
+            linear_forward(a.k_raw.data() + rc, ln1, p(bo.k), (const T*)nullptr, N, C, C);
+            rope_forward(a.q.data() + rc, a.q_raw.data() + rc, *rope_, Bs, Tn, NH_, HS_);
+            rope_forward(a.k.data() + rc, a.k_raw.data() + rc, *rope_, Bs, Tn, NH_, HS_);
+        } else {
+            linear_forward(a.q.data() + rc, ln1, p(bo.q), (const T*)nullptr, N, C, C);
+            linear_forward(a.k.data() + rc, ln1, p(bo.k), (const T*)nullptr, N, C, C);
+        }
+        linear_forward(a.v.data() + rc, ln1, p(bo.v), (const T*)nullptr, N, C, C);
+        // gates: sigmoid(a_h . x + b_h) per head and position, from the attention input x = ln1
+        if (attn_.has_in_gate()) {
+            T* g = a.g_in.data() + rg;
+            linear_forward(g, ln1, p(bo.in_gate), p(bo.in_gate_bias), N, C, NH_);
+            sigmoid_forward(g, g, static_cast<long>(N) * NH_);
+        }
+        if (attn_.has_out_gate()) {
+            T* g = a.g_out.data() + rg;
+            linear_forward(g, ln1, p(bo.out_gate), p(bo.out_gate_bias), N, C, NH_);
+            sigmoid_forward(g, g, static_cast<long>(N) * NH_);
+        }
+        lap(op_qkv);
+        if (recurrent_) {  // a single shard (plan_shards)
+            recurrent_->forward(a.att.data(), attention_inputs_of(l), Bs, Tn);
+        } else {
+            attn_.forward_heads(a.att.data(), a.att_cache, attention_inputs_of(l), Tn, sh.b0 * NH_, sh.b1 * NH_, scratch);
+        }
+        lap(op_attention);
+        // mid = x + att @ Wo^T
+        T* mid = a.mid.data() + rc;
+        linear_forward(mid, a.att.data() + rc, p(bo.o), (const T*)nullptr, N, C, C);
+        add_inplace(mid, x, static_cast<long>(N) * C);
+        lap(op_out_proj);
+
+        T* x_next = x_[l + 1].data() + rc;
+        if (m_.mlp == mlp_kind::none) {
+            std::copy(mid, mid + static_cast<long>(N) * C, x_next);
+            continue;
+        }
+        T* ln2 = a.ln2.data() + rc;
+        rmsnorm_forward(ln2, a.rstd2.data() + n0, mid, p(bo.mlp_norm), N, C, eps);
+        lap(op_norm);
+        T* up = a.fc_up.data() + rf;
+        T* act = a.act.data() + rf;
+        if (m_.mlp == mlp_kind::swiglu) {
+            T* gate = a.fc_gate.data() + rf;
+            linear_forward(gate, ln2, p(bo.mlp_gate), (const T*)nullptr, N, C, F);
+            linear_forward(up, ln2, p(bo.mlp_up), (const T*)nullptr, N, C, F);
+            swiglu_forward(act, gate, up, N, F);
+            linear_forward(x_next, act, p(bo.mlp_down), (const T*)nullptr, N, F, C);
+        } else {  // gelu
+            linear_forward(up, ln2, p(bo.mlp_up), p(bo.mlp_up_bias), N, C, F);
+            gelu_forward(act, up, static_cast<long>(N) * F);
+            linear_forward(x_next, act, p(bo.mlp_down), p(bo.mlp_down_bias), N, F, C);
+        }
+        add_inplace(x_next, mid, static_cast<long>(N) * C);
+        lap(op_mlp);
+    }
+    rmsnorm_forward(lnf_.data() + rc, rstdf_.data() + n0, x_[m_.layers].data() + rc, p(off_.norm), N, C, eps);
+    lap(op_norm);
+
+    // head and loss on this shard's answer rows [a0, a1)
+    const int As = sh.a1 - sh.a0;
+    T* lnf_ans = lnf_ans_.data() + static_cast<long>(sh.a0) * C;
+    T* logits = logits_.data() + static_cast<long>(sh.a0) * V_;
+    for (int a = 0; a < As; ++a)
+        std::copy_n(lnf_.data() + static_cast<long>(ans_rows_[sh.a0 + a]) * C, C, lnf_ans + static_cast<long>(a) * C);
+    linear_forward(logits, lnf_ans, p(off_.head), (const T*)nullptr, As, C, V_);
+    cross_entropy_forward(probs_.data() + static_cast<long>(sh.a0) * V_, losses_.data() + sh.a0, logits,
+                          ans_tgt_.data() + sh.a0, As, V_);
+    for (int a = 0; a < As; ++a) {
+        const T* z = logits + static_cast<long>(a) * V_;
+        ans_pred_[sh.a0 + a] = static_cast<std::int32_t>(std::max_element(z, z + V_) - z);
+    }
+    lap(op_head);
 }
 
 template <class T>
@@ -204,91 +309,143 @@ void transformer<T>::set_attention_form(attention_form form, state_layout layout
 template <class T>
 void transformer<T>::backward() {
     if (recurrent_) throw std::logic_error("backward() needs the parallel attention form");
-    const int B = B_, Tn = T_, N = B * Tn, C = C_, F = F_;
-    const int A = static_cast<int>(ans_rows_.size());
-    const std::size_t NC = static_cast<std::size_t>(N) * C, NF = static_cast<std::size_t>(N) * F;
+    const int P = static_cast<int>(shards_.size());
+    if (P == 1) {
+        backward_shard(shards_[0], grads.data(), scratch_[0], timing_);
+        return;
+    }
+#pragma omp parallel num_threads(P)
+    {
+        const int s = omp_get_thread_num();
+        T* grad = grads.data();
+        if (s > 0) {
+            grad = shard_grads_[s - 1].data();
+            zero(grad, grads.size());
+        }
+        backward_shard(shards_[s], grad, scratch_[s], timing_ && s == 0);
+    }
+    reduce_shard_grads();
+}
 
-    // head and final norm
-    zero(dlogits_, static_cast<std::size_t>(A) * V_);
-    if (A > 0) cross_entropy_backward(dlogits_.data(), probs_.data(), ans_tgt_.data(), T(1) / A, A, V_);
-    zero(dlnf_ans_, static_cast<std::size_t>(A) * C);
-    linear_backward(dlnf_ans_.data(), g(off_.head), (T*)nullptr, dlogits_.data(), lnf_ans_.data(),
-                    p(off_.head), A, C, V_);
-    zero(dln_, NC);
-    for (int a = 0; a < A; ++a)
-        std::copy_n(dlnf_ans_.data() + static_cast<long>(a) * C, C, dln_.data() + static_cast<long>(ans_rows_[a]) * C);
-    zero(dres_, NC);
-    rmsnorm_backward(dres_.data(), g(off_.norm), dln_.data(), x_[m_.layers].data(), rstdf_.data(),
-                     p(off_.norm), N, C);
+template <class T>
+void transformer<T>::reduce_shard_grads() {
+    const long n = static_cast<long>(grads.size());
+    const int P = static_cast<int>(shards_.size());
+    // Elementwise, threads 1..P-1 in order: the same sums whatever the schedule.
+#pragma omp parallel for schedule(static) num_threads(P)
+    for (long i = 0; i < n; ++i) {
+        T sum = grads[i];
+        for (int s = 1; s < P; ++s) sum += shard_grads_[s - 1][i];
+        grads[i] = sum;
+    }
+}
+
+template <class T>
+void transformer<T>::backward_shard(const shard& sh, T* grad, attention_scratch<T>& scratch, bool timed) {
+    const int Tn = T_, C = C_, F = F_, Bs = sh.b1 - sh.b0, N = Bs * Tn;
+    const long n0 = static_cast<long>(sh.b0) * Tn;
+    const long rc = n0 * C, rf = n0 * F, rg = n0 * NH_;
+    const std::size_t NC = static_cast<std::size_t>(N) * C, NF = static_cast<std::size_t>(N) * F;
+    const std::size_t NG = static_cast<std::size_t>(N) * NH_;
+    const int A = static_cast<int>(ans_rows_.size()), As = sh.a1 - sh.a0;
+    auto G = [&](std::size_t off) { return grad + off; };
+    lap_timer lap(timed, times_.backward_s);
+    T* dres = dres_.data() + rc;
+    T* dln = dln_.data() + rc;
+
+    // head and final norm: the loss is the mean over all A answer rows
+    T* dlogits = dlogits_.data() + static_cast<long>(sh.a0) * V_;
+    T* dlnf_ans = dlnf_ans_.data() + static_cast<long>(sh.a0) * C;
+    zero(dlogits, static_cast<std::size_t>(As) * V_);
+    if (As > 0)
+        cross_entropy_backward(dlogits, probs_.data() + static_cast<long>(sh.a0) * V_, ans_tgt_.data() + sh.a0,
+                               T(1) / A, As, V_);
+    zero(dlnf_ans, static_cast<std::size_t>(As) * C);
+    linear_backward(dlnf_ans, G(off_.head), (T*)nullptr, dlogits, lnf_ans_.data() + static_cast<long>(sh.a0) * C,
+                    p(off_.head), As, C, V_);
+    zero(dln, NC);
+    for (int a = 0; a < As; ++a)
+        std::copy_n(dlnf_ans + static_cast<long>(a) * C, C, dln_.data() + static_cast<long>(ans_rows_[sh.a0 + a]) * C);
+    lap(op_head);
+    zero(dres, NC);
+    rmsnorm_backward(dres, G(off_.norm), dln, x_[m_.layers].data() + rc, rstdf_.data() + n0, p(off_.norm), N, C);
+    lap(op_norm);
 
     for (int l = m_.layers - 1; l >= 0; --l) {
         const block_offsets& bo = off_.blocks[l];
         layer_acts& a = acts_[l];
         // dres = dL/dx_{l+1}; MLP branch adds its path to dL/dmid.
         if (m_.mlp != mlp_kind::none) {
-            zero(dact_, NF);
-            zero(dfc_up_, NF);
-            zero(dln_, NC);
+            T* dact = dact_.data() + rf;
+            T* dup = dfc_up_.data() + rf;
+            const T* ln2 = a.ln2.data() + rc;
+            zero(dact, NF);
+            zero(dup, NF);
+            zero(dln, NC);
             if (m_.mlp == mlp_kind::swiglu) {
-                linear_backward(dact_.data(), g(bo.mlp_down), (T*)nullptr, dres_.data(), a.act.data(),
-                                p(bo.mlp_down), N, F, C);
-                zero(dfc_gate_, NF);
-                swiglu_backward(dfc_gate_.data(), dfc_up_.data(), dact_.data(), a.fc_gate.data(), a.fc_up.data(), N, F);
-                linear_backward(dln_.data(), g(bo.mlp_gate), (T*)nullptr, dfc_gate_.data(), a.ln2.data(),
-                                p(bo.mlp_gate), N, C, F);
-                linear_backward(dln_.data(), g(bo.mlp_up), (T*)nullptr, dfc_up_.data(), a.ln2.data(),
-                                p(bo.mlp_up), N, C, F);
+                T* dgate = dfc_gate_.data() + rf;
+                linear_backward(dact, G(bo.mlp_down), (T*)nullptr, dres, a.act.data() + rf, p(bo.mlp_down), N, F, C);
+                zero(dgate, NF);
+                swiglu_backward(dgate, dup, dact, a.fc_gate.data() + rf, a.fc_up.data() + rf, N, F);
+                linear_backward(dln, G(bo.mlp_gate), (T*)nullptr, dgate, ln2, p(bo.mlp_gate), N, C, F);
+                linear_backward(dln, G(bo.mlp_up), (T*)nullptr, dup, ln2, p(bo.mlp_up), N, C, F);
             } else {  // gelu
-                linear_backward(dact_.data(), g(bo.mlp_down), g(bo.mlp_down_bias), dres_.data(), a.act.data(),
-                                p(bo.mlp_down), N, F, C);
-                gelu_backward(dfc_up_.data(), dact_.data(), a.fc_up.data(), static_cast<long>(NF));
-                linear_backward(dln_.data(), g(bo.mlp_up), g(bo.mlp_up_bias), dfc_up_.data(), a.ln2.data(),
-                                p(bo.mlp_up), N, C, F);
+                linear_backward(dact, G(bo.mlp_down), G(bo.mlp_down_bias), dres, a.act.data() + rf, p(bo.mlp_down),
+                                N, F, C);
+                gelu_backward(dup, dact, a.fc_up.data() + rf, static_cast<long>(NF));
+                linear_backward(dln, G(bo.mlp_up), G(bo.mlp_up_bias), dup, ln2, p(bo.mlp_up), N, C, F);
             }
-            rmsnorm_backward(dres_.data(), g(bo.mlp_norm), dln_.data(), a.mid.data(), a.rstd2.data(),
-                             p(bo.mlp_norm), N, C);
+            lap(op_mlp);
+            rmsnorm_backward(dres, G(bo.mlp_norm), dln, a.mid.data() + rc, a.rstd2.data() + n0, p(bo.mlp_norm), N, C);
+            lap(op_norm);
         }
         // dres = dL/dmid; attention branch adds its path to dL/dx_l.
-        zero(datt_, NC);
-        linear_backward(datt_.data(), g(bo.o), (T*)nullptr, dres_.data(), a.att.data(), p(bo.o), N, C, C);
-        zero(dq_, NC); zero(dk_, NC); zero(dv_, NC);
-        const std::size_t NG = static_cast<std::size_t>(N) * NH_;
-        zero(dg_in_, NG); zero(dg_out_, NG);
+        T* datt = datt_.data() + rc;
+        zero(datt, NC);
+        linear_backward(datt, G(bo.o), (T*)nullptr, dres, a.att.data() + rc, p(bo.o), N, C, C);
+        lap(op_out_proj);
+        zero(dq_.data() + rc, NC); zero(dk_.data() + rc, NC); zero(dv_.data() + rc, NC);
+        zero(dg_in_.data() + rg, NG); zero(dg_out_.data() + rg, NG);
         attention_grads<T> ag;
         ag.dq = dq_.data(); ag.dk = dk_.data(); ag.dv = dv_.data();
         ag.din_gate = dg_in_.data(); ag.dout_gate = dg_out_.data();
-        ag.ddenom_params = bo.out_norm == block_offsets::npos ? nullptr : g(bo.out_norm);
-        attn_.backward(ag, datt_.data(), a.att_cache, attention_inputs_of(l), B, Tn);
-        const T* dq = dq_.data();
-        const T* dk = dk_.data();
+        attn_.backward_heads(ag, datt_.data(), a.att_cache, attention_inputs_of(l), Tn, sh.b0 * NH_, sh.b1 * NH_,
+                             scratch);
+        if (bo.out_norm != block_offsets::npos)
+            attn_.sum_denominator_grads(G(bo.out_norm), a.att_cache, sh.b0 * NH_, sh.b1 * NH_);
+        lap(op_attention);
+        const T* dq = dq_.data() + rc;
+        const T* dk = dk_.data() + rc;
         if (uses_rope()) {
-            zero(dq_raw_, NC); zero(dk_raw_, NC);
-            rope_backward(dq_raw_.data(), dq_.data(), *rope_, B, Tn, NH_, HS_);
-            rope_backward(dk_raw_.data(), dk_.data(), *rope_, B, Tn, NH_, HS_);
-            dq = dq_raw_.data();
-            dk = dk_raw_.data();
+            zero(dq_raw_.data() + rc, NC); zero(dk_raw_.data() + rc, NC);
+            rope_backward(dq_raw_.data() + rc, dq, *rope_, Bs, Tn, NH_, HS_);
+            rope_backward(dk_raw_.data() + rc, dk, *rope_, Bs, Tn, NH_, HS_);
+            dq = dq_raw_.data() + rc;
+            dk = dk_raw_.data() + rc;
         }
-        zero(dln_, NC);
-        linear_backward(dln_.data(), g(bo.q), (T*)nullptr, dq, a.ln1.data(), p(bo.q), N, C, C);
-        linear_backward(dln_.data(), g(bo.k), (T*)nullptr, dk, a.ln1.data(), p(bo.k), N, C, C);
-        linear_backward(dln_.data(), g(bo.v), (T*)nullptr, dv_.data(), a.ln1.data(), p(bo.v), N, C, C);
+        const T* ln1 = a.ln1.data() + rc;
+        zero(dln, NC);
+        linear_backward(dln, G(bo.q), (T*)nullptr, dq, ln1, p(bo.q), N, C, C);
+        linear_backward(dln, G(bo.k), (T*)nullptr, dk, ln1, p(bo.k), N, C, C);
+        linear_backward(dln, G(bo.v), (T*)nullptr, dv_.data() + rc, ln1, p(bo.v), N, C, C);
+        T* dpre = dgate_pre_.data() + rg;
         if (attn_.has_in_gate()) {
-            zero(dgate_pre_, NG);
-            sigmoid_backward(dgate_pre_.data(), dg_in_.data(), a.g_in.data(), static_cast<long>(NG));
-            linear_backward(dln_.data(), g(bo.in_gate), g(bo.in_gate_bias), dgate_pre_.data(), a.ln1.data(),
-                            p(bo.in_gate), N, C, NH_);
+            zero(dpre, NG);
+            sigmoid_backward(dpre, dg_in_.data() + rg, a.g_in.data() + rg, static_cast<long>(NG));
+            linear_backward(dln, G(bo.in_gate), G(bo.in_gate_bias), dpre, ln1, p(bo.in_gate), N, C, NH_);
         }
         if (attn_.has_out_gate()) {
-            zero(dgate_pre_, NG);
-            sigmoid_backward(dgate_pre_.data(), dg_out_.data(), a.g_out.data(), static_cast<long>(NG));
-            linear_backward(dln_.data(), g(bo.out_gate), g(bo.out_gate_bias), dgate_pre_.data(), a.ln1.data(),
-                            p(bo.out_gate), N, C, NH_);
+            zero(dpre, NG);
+            sigmoid_backward(dpre, dg_out_.data() + rg, a.g_out.data() + rg, static_cast<long>(NG));
+            linear_backward(dln, G(bo.out_gate), G(bo.out_gate_bias), dpre, ln1, p(bo.out_gate), N, C, NH_);
         }
-        rmsnorm_backward(dres_.data(), g(bo.attn_norm), dln_.data(), x_[l].data(), a.rstd1.data(),
-                         p(bo.attn_norm), N, C);
+        lap(op_qkv);
+        rmsnorm_backward(dres, G(bo.attn_norm), dln, x_[l].data() + rc, a.rstd1.data() + n0, p(bo.attn_norm), N, C);
+        lap(op_norm);
     }
-    embedding_backward(g(off_.embed), off_.pos == block_offsets::npos ? nullptr : g(off_.pos),
-                       dres_.data(), tokens_, B, Tn, C);
+    embedding_backward(G(off_.embed), off_.pos == block_offsets::npos ? nullptr : G(off_.pos), dres, tokens_ + n0,
+                       Bs, Tn, C);
+    lap(op_embed);
 }
 
 template class transformer<float>;

@@ -6,9 +6,16 @@
 // Parameters and their gradients are flat buffers (param_layout); activations
 // are sized once by reserve(B, T) and reused, so a training step allocates
 // nothing in the layers.
+// Parallelism: data parallel. forward() and backward() each open ONE OpenMP
+// region in which thread s runs the whole model on its shard of the batch
+// (whole sequences, rows [b0 T, b1 T)) with serial kernels; the backward
+// gives threads 1.. their own gradient buffer and sums them into grads in a
+// fixed order. Results are the same for the same thread count; another
+// thread count sums in another order (last bits differ).
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "attnlab/attention/attention.hpp"
@@ -57,6 +64,18 @@ public:
     void backward();
     void zero_grad();
 
+    // Per-op wall time of forward and backward, measured on thread 0's shard
+    // (every shard does the same work). Off by default: timing costs a clock
+    // read per op.
+    struct op_times {
+        std::vector<std::string> names;         // op kinds in model order
+        std::vector<double> forward_s, backward_s;  // accumulated seconds per kind
+        long passes = 0;                         // forward passes timed
+    };
+    void enable_op_timing(bool on);
+    const op_times& timings() const { return times_; }
+    void reset_timings();
+
     // Of the last forward, in row order of the (B, T) batch:
     const std::vector<int>& answer_rows() const { return ans_rows_; }          // (A) row index b*T + t
     const std::vector<std::int32_t>& predictions() const { return ans_pred_; } // (A) argmax token
@@ -67,6 +86,18 @@ public:
     T min_abs_denominator() const;  // smallest |z_t| of the last forward (inf without softmax)
 
 private:
+    // One thread's part of the batch: sequences [b0, b1), answer rows [a0, a1).
+    struct shard { int b0 = 0, b1 = 0, a0 = 0, a1 = 0; };
+    void plan_shards(int B);
+    void forward_shard(const shard& sh, attention_scratch<T>& scratch, bool timed);
+    void backward_shard(const shard& sh, T* grad, attention_scratch<T>& scratch, bool timed);
+    // Adds the other threads' gradient buffers into grads (fixed order).
+    void reduce_shard_grads();
+
+    enum op_kind { op_embed, op_norm, op_qkv, op_attention, op_out_proj, op_mlp, op_head, op_kinds };
+    op_times times_;
+    bool timing_ = false;
+
     struct layer_acts {
         std::vector<T> ln1, rstd1;           // (N, C), (N)
         std::vector<T> q_raw, k_raw;         // (N, C) before rope (rope only)
@@ -102,6 +133,10 @@ private:
     std::vector<int> ans_rows_;           // (A)
     std::vector<std::int32_t> ans_tgt_, ans_pred_;  // (A)
     std::vector<T> lnf_ans_, logits_, probs_, losses_;  // (A, C), (A, V), (A, V), (A)
+
+    std::vector<shard> shards_;                      // of the last forward
+    std::vector<attention_scratch<T>> scratch_;      // per thread
+    std::vector<std::vector<T>> shard_grads_;        // threads 1..: own gradient buffers (params)
 
     // backward scratch
     std::vector<T> dres_, dln_, dq_, dk_, dv_, dq_raw_, dk_raw_, datt_;  // (N, C)
