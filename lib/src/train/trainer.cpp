@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <omp.h>
+#include <stdexcept>
 
 #include "attnlab/train/optimizer.hpp"
 
@@ -87,7 +89,7 @@ eval_metrics evaluate(transformer<float>& model, const batch& data, int chunk_B)
     return acc.result();
 }
 
-run_result train_run(const run_config& cfg, const train_callbacks& cb) {
+run_result train_run(const run_config& cfg, const train_callbacks& cb, const train_state* resume) {
     const auto t0 = clock_type::now();
     auto data = make_task(cfg.task, static_cast<std::uint64_t>(cfg.seed));
     transformer<float> model(cfg.model, cfg.attention, data->vocab_size(), max_seq_len(cfg.task));
@@ -98,7 +100,42 @@ run_result train_run(const run_config& cfg, const train_callbacks& cb) {
     model.reserve(std::max(tc.batch, 1), std::max(data->train_seq_len(), data->test_seq_len()));
 
     run_result res;
+    metrics_accumulator window;  // train metrics since the last row
+    double grad_norm_sum = 0;
+    int window_steps = 0;
+    double window_s0 = 0;       // seconds of the window spent before a resume
+    double elapsed0 = 0;        // seconds of the run spent before a resume
+    int first_step = 1;
+    batch b;
+    if (resume) {
+        const std::size_t n = model.params.size();
+        if (resume->params.size() != n || resume->adam_m.size() != n || resume->adam_v.size() != n)
+            throw std::invalid_argument("resume state: " + std::to_string(resume->params.size()) +
+                                        " parameters, the model has " + std::to_string(n));
+        if (resume->step < 0 || resume->step >= tc.steps || resume->adam_steps < 0)
+            throw std::invalid_argument("resume state: step " + std::to_string(resume->step) + " is not in 0.." +
+                                        std::to_string(tc.steps - 1));
+        model.params = resume->params;
+        opt.restore(resume->adam_m, resume->adam_v, resume->adam_steps);
+        res = resume->result;
+        res.status = run_status::ok;
+        res.reason.clear();
+        const train_window& w = resume->window;
+        window.loss_sum = w.loss_sum;
+        window.token_acc_sum = w.token_acc_sum;
+        window.seq_right = w.seq_right;
+        window.answers = w.answers;
+        window.examples = w.examples;
+        grad_norm_sum = w.grad_norm_sum;
+        window_steps = w.steps;
+        window_s0 = w.seconds;
+        elapsed0 = resume->result.wall_s;
+        // The data stream: draw and drop the batches of the steps already done.
+        for (int s = 1; s <= resume->step; ++s) data->next_train_batch(b, tc.batch);
+        first_step = resume->step + 1;
+    }
     res.params = model.params.size();
+    auto elapsed = [&] { return elapsed0 + seconds_since(t0); };
     auto emit = [&](const metrics_row& r) { if (cb.on_row) cb.on_row(r); };
 
     // The test metrics at `step`; tracks the best and the final.
@@ -108,7 +145,7 @@ run_result train_run(const run_config& cfg, const train_callbacks& cb) {
         r.split = "test";
         r.m = evaluate(model, test, tc.batch);
         r.lr = lr;
-        r.elapsed_s = seconds_since(t0);
+        r.elapsed_s = elapsed();
         if (step == 0 || r.m.token_acc > res.best_test.token_acc) {
             res.best_test = r.m;
             res.best_step = step;
@@ -117,17 +154,30 @@ run_result train_run(const run_config& cfg, const train_callbacks& cb) {
         emit(r);
         return r.m;
     };
-    test_row(0, 0.0);
+    if (!resume) test_row(0, 0.0);
 
-    batch b;
-    metrics_accumulator window;  // train metrics since the last row
-    double grad_norm_sum = 0;
-    int window_steps = 0;
     auto window_t0 = clock_type::now();
-    for (int step = 1; step <= tc.steps; ++step) {
+    auto last_save = clock_type::now();
+    // The state after `step` steps (the window's sums as they stand).
+    auto state_after = [&](int step) {
+        train_state st;
+        st.step = step;
+        st.params = model.params;
+        st.adam_m = opt.first_moment();
+        st.adam_v = opt.second_moment();
+        st.adam_steps = opt.steps_taken();
+        st.result = res;
+        st.result.wall_s = elapsed();
+        st.window = {window.loss_sum, window.token_acc_sum, window.seq_right, window.answers, window.examples,
+                     grad_norm_sum, window_steps, window_s0 + seconds_since(window_t0)};
+        st.threads = omp_get_max_threads();
+        return st;
+    };
+    for (int step = first_step; step <= tc.steps; ++step) {
         if (cb.stop && cb.stop->load()) {
             res.status = run_status::interrupted;
             res.reason = "interrupted at step " + std::to_string(step);
+            if (cb.save_state) cb.save_state(state_after(step - 1));
             break;
         }
         data->next_train_batch(b, tc.batch);
@@ -159,17 +209,22 @@ run_result train_run(const run_config& cfg, const train_callbacks& cb) {
             r.m = window.result();
             r.lr = lr;
             r.grad_norm = grad_norm_sum / window_steps;
-            r.tokens_per_s = static_cast<double>(window_steps) * b.B * b.T / seconds_since(window_t0);
-            r.elapsed_s = seconds_since(t0);
+            r.tokens_per_s = static_cast<double>(window_steps) * b.B * b.T / (window_s0 + seconds_since(window_t0));
+            r.elapsed_s = elapsed();
             emit(r);
             test_row(step, lr);
             window = metrics_accumulator{};
             grad_norm_sum = 0;
             window_steps = 0;
+            window_s0 = 0;
             window_t0 = clock_type::now();
         }
+        if (cb.save_state && cb.save_every_s > 0 && step < tc.steps && seconds_since(last_save) >= cb.save_every_s) {
+            cb.save_state(state_after(step));
+            last_save = clock_type::now();
+        }
     }
-    res.wall_s = seconds_since(t0);
+    res.wall_s = elapsed();
     if (res.status == run_status::ok && cb.on_finished) cb.on_finished(model);
     return res;
 }

@@ -1,5 +1,6 @@
 // AdamW, the learning-rate schedule and gradient clipping of SPEC §3.
 #pragma once
+#include <utility>
 #include <vector>
 
 #include "attnlab/model/params.hpp"
@@ -24,6 +25,15 @@ public:
     adamw(const param_layout& layout, double weight_decay);
     void step(std::vector<T>& params, const std::vector<T>& grads, double lr);
     long steps_taken() const { return t_; }
+    // The moments and step count, to save and restore a run mid-training
+    // (train_state): restore() takes buffers of the layout's size.
+    const std::vector<T>& first_moment() const { return m_; }
+    const std::vector<T>& second_moment() const { return v_; }
+    void restore(std::vector<T> m, std::vector<T> v, long t) {
+        m_ = std::move(m);
+        v_ = std::move(v);
+        t_ = t;
+    }
 
     static constexpr double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "attnlab/model/transformer.hpp"
 #include "attnlab/spec/run_config.hpp"
@@ -54,18 +55,58 @@ struct run_result {
 // denominator crossed zero ("" when there is nothing to say).
 std::string describe(const run_result& r);
 
+// Sums behind the train metrics of the steps since the last metrics row
+// (the mean over them is the next `train` row).
+struct train_window {
+    double loss_sum = 0, token_acc_sum = 0, seq_right = 0;  // over answers, examples, examples
+    long answers = 0, examples = 0;
+    double grad_norm_sum = 0;  // pre-clip norms
+    int steps = 0;             // optimizer steps in the window
+    double seconds = 0;        // wall-clock time spent on them (tokens_per_s only)
+};
+
+// Everything train_run needs to go on after `step` optimizer steps exactly
+// as if it had never stopped: the parameters, AdamW's moments and step count,
+// the counters of the result so far and the open train-metrics window. The
+// training data stream is not stored: it is regenerated from the seed and the
+// batches of the steps already done are drawn and discarded (cheap). With the
+// same build and thread count, a run stopped at any step and resumed from its
+// state gives the same metrics and parameters, bit for bit, as one that was
+// never stopped (only the wall-clock fields differ).
+struct train_state {
+    int step = 0;                    // optimizer steps completed (0..train.steps-1)
+    std::vector<float> params;       // model parameters, param_layout order
+    std::vector<float> adam_m, adam_v;  // AdamW first and second moments, same layout
+    long adam_steps = 0;             // AdamW's step count t (bias corrections)
+    run_result result;               // counters so far; wall_s: training time so far
+    train_window window;             // train metrics since the last row
+    int threads = 0;                 // OpenMP threads the run was trained with (informative)
+};
+
 struct train_callbacks {
     std::function<void(const metrics_row&)> on_row;  // each metrics row, in order
-    const std::atomic<bool>* stop = nullptr;         // set (e.g. by SIGINT): end the run as interrupted
+    // Set (e.g. by SIGINT): the run ends as interrupted after the step in
+    // progress; save_state receives its state first.
+    const std::atomic<bool>* stop = nullptr;
     // Called once with the trained model when the run completes all its steps
     // (status ok; not for diverged or interrupted runs), after the last
     // metrics row: where the parameters go (a checkpoint) is the caller's business.
     std::function<void(const transformer<float>&)> on_finished = {};
+    // Receives the state of the run between two steps: when `stop` ends it,
+    // and, if save_every_s > 0, after the first step that ends at least
+    // save_every_s seconds after the last save (periodic saves, so that a
+    // process killed outright loses little). Where it goes is the caller's business.
+    std::function<void(const train_state&)> save_state = {};
+    double save_every_s = 0;
 };
 
 // Scores `data` with the model in batches of at most chunk_B examples.
 eval_metrics evaluate(transformer<float>& model, const batch& data, int chunk_B);
 
-run_result train_run(const run_config& cfg, const train_callbacks& cb);
+// Trains the run from step 0, or, given `resume`, from the step after
+// resume->step (its parameters, moments, counters and window are taken as
+// they are). Throws std::invalid_argument when `resume` does not fit the
+// config (sizes of its buffers, its step).
+run_result train_run(const run_config& cfg, const train_callbacks& cb, const train_state* resume = nullptr);
 
 }  // namespace attnlab
