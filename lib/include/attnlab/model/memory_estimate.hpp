@@ -1,0 +1,36 @@
+// How much memory training one run takes, in bytes, before it starts: the
+// runner refuses a sweep whose runs cannot fit (attnlab run --max-memory).
+//
+// The estimate mirrors, buffer by buffer, what train_run allocates for float
+// training: transformer<float>'s parameters, gradients and activation buffers
+// (transformer::reserve for batch x max(train T, test T)), the attention
+// caches (attention_layer::init_cache), attention's per-thread scratch
+// (attention_scratch: a row block of scores and weights), AdamW's two moments
+// and the task's data (test set, training pool, one batch). It leaves out what does not grow with the run: the program, its
+// libraries, thread stacks and Eigen's small product blocking buffers (a few
+// MiB in all). When those buffers change (lib/src/model/transformer.cpp,
+// lib/src/attention/attention.cpp, lib/src/train/optimizer.cpp), change the
+// term that mirrors them here: tests/test_memory_estimate.cpp compares the
+// total with the peak memory of a real run.
+#pragma once
+#include <cstddef>
+
+#include "attnlab/spec/run_config.hpp"
+
+namespace attnlab {
+
+struct memory_estimate {
+    std::size_t params = 0;       // the flat parameter buffer
+    std::size_t grads = 0;        // its gradient, same size
+    std::size_t optimizer = 0;    // AdamW's first and second moments
+    std::size_t activations = 0;  // transformer::reserve: residual streams, per-layer activations, head and loss
+    std::size_t attention = 0;    // every layer's attention_cache: sums, numerators, features
+    std::size_t scratch = 0;      // backward scratch of the model, RoPE tables, the task's data
+    std::size_t per_thread = 0;   // attention's per-thread scratch, times the thread count
+    std::size_t total() const { return params + grads + optimizer + activations + attention + scratch + per_thread; }
+};
+
+// Bytes to train `cfg` in float with `threads` OpenMP threads (threads < 1 counts as 1).
+memory_estimate estimate_training_memory(const run_config& cfg, int threads);
+
+}  // namespace attnlab

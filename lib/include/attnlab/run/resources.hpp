@@ -1,0 +1,28 @@
+// The memory a sweep may use (attnlab run --max-memory): sizes as people
+// write them, and what the machine can give.
+#pragma once
+#include <cstddef>
+#include <string>
+
+namespace attnlab {
+
+// "4G", "512M", "1.5G", "64K", "2GiB", "1000000" (bytes); K, M, G, T are
+// powers of 1024, a trailing B or iB is allowed. Throws config_error naming
+// `option` when the text is not such a size or is 0.
+std::size_t parse_size(const std::string& text, const std::string& option = "--max-memory");
+
+// "1.50 GiB", "512 MiB", "900 KiB", "100 B".
+std::string format_bytes(double bytes);
+
+struct memory_limit {
+    std::size_t bytes = 0;  // 0: unknown (no /proc/meminfo, no cgroup limit)
+    std::string source;     // where it comes from, for messages
+};
+
+// What this process can still allocate: MemAvailable of /proc/meminfo, and,
+// when the process's cgroup (v2: memory.max of its cgroup and its parents;
+// v1: memory.limit_in_bytes) has a limit, that limit minus the cgroup's
+// current use, whichever is smaller.
+memory_limit machine_memory_limit();
+
+}  // namespace attnlab

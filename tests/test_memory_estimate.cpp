@@ -1,0 +1,179 @@
+// estimate_training_memory (model/memory_estimate.hpp): the parameter count
+// equals the model's for every variant and model shape, each term equals a
+// hand count for a small config, and the total is checked against the peak
+// memory of the real binary training a model whose buffers dominate it.
+#include <catch2/catch.hpp>
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include <string>
+
+#include "attnlab/model/memory_estimate.hpp"
+#include "attnlab/model/transformer.hpp"
+#include "attnlab/run/resources.hpp"
+#include "attnlab/spec/spec.hpp"
+#include "attnlab/util/error.hpp"
+#include "process_support.hpp"
+#include "variant_cases.hpp"
+
+using namespace attnlab;
+using namespace attnlab::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+run_config small_config() {
+    run_config c;
+    c.task.kind = task_kind::lookup;
+    c.task.vocab = 16;
+    c.task.seq_len = 8;
+    c.task.pairs = 2;
+    c.task.test_examples = 16;
+    c.model.layers = 1;
+    c.model.d_model = 16;
+    c.model.heads = 2;
+    c.model.mlp = mlp_kind::swiglu;
+    c.model.position = position_kind::rope;
+    c.train.batch = 4;
+    return c;
+}
+
+std::size_t model_params(const run_config& c) {
+    const transformer<float> m(c.model, c.attention, model_vocab_size(c.task), max_seq_len(c.task));
+    return m.params.size();
+}
+
+}  // namespace
+
+TEST_CASE("memory estimate: the parameter count is the model's, for every variant and model shape",
+          "[memory_estimate]") {
+    run_config c = small_config();
+    for (const auto num : all_numerators)
+        for (const auto den : all_denominators) {
+            c.attention = attention_config{};
+            c.attention.numerator = num;
+            c.attention.denominator = den;
+            if (num == numerator_kind::taylor) c.attention.order = 2;
+            for (const bool in_gate : {false, true}) {
+                c.attention.in_gate = in_gate;
+                INFO(describe(c.attention));
+                const memory_estimate e = estimate_training_memory(c, 1);
+                CHECK(e.params == model_params(c) * sizeof(float));
+                CHECK(e.grads == e.params);
+                CHECK(e.optimizer == 2 * e.params);
+            }
+        }
+    for (const auto mlp : {mlp_kind::swiglu, mlp_kind::gelu, mlp_kind::none})
+        for (const auto pos : {position_kind::rope, position_kind::learned, position_kind::none}) {
+            c = small_config();
+            c.model.mlp = mlp;
+            c.model.position = pos;
+            c.model.layers = 3;
+            c.task.kind = task_kind::copy;  // test inputs longer than training ones: the learned table covers both
+            c.task.max_len = c.task.min_len = 6;
+            c.task.test_max_len = c.task.test_min_len = 10;
+            INFO(to_string(mlp) << " " << to_string(pos));
+            CHECK(estimate_training_memory(c, 1).params == model_params(c) * sizeof(float));
+        }
+}
+
+TEST_CASE("memory estimate: every term equals a hand count for a small config", "[memory_estimate]") {
+    // lookup V 16, T 8, batch 4: N = 32 rows; d_model C 16, 2 heads of 8,
+    // SwiGLU F = 48 (8/3 * 16 rounded up to 8), RoPE, one layer, exp/softmax.
+    const run_config c = small_config();
+    const memory_estimate e = estimate_training_memory(c, 1);
+    // embed 16x16, attn_norm 16, q k v o 4 x 16x16, mlp_norm 16, gate up down 3 x 48x16, norm 16, head 16x16
+    const std::size_t P = 256 + 16 + 4 * 256 + 16 + 3 * 768 + 16 + 256;
+    CHECK(P == 3888);
+    CHECK(e.params == P * 4);
+    // x_ 2 x 512; layer: ln1 512 + rstd1 32, q_raw k_raw 1024, q k v 1536, att mid 1024,
+    // ln2 512 + rstd2 32, fc_up act 3072, fc_gate 1536; lnf 512 + 32; lnf_ans 512;
+    // logits probs 2 x 32x16; losses 32 (floats) + ans_rows, ans_tgt, ans_pred 3 x 32 (int32)
+    const std::size_t layer = 544 + 1024 + 1536 + 1024 + 544 + 3072 + 1536;
+    CHECK(e.activations == (1024 + layer + 544 + 512 + 1024 + 32) * 4 + 3 * 32 * 4);
+    // 8 (b, h) pairs: wsum 8x8, numer 8x8x8, min_abs 8 floats; nonpositive 8 longs
+    CHECK(e.attention == (64 + 512 + 8) * 4 + 8 * sizeof(long));
+    // dres dln dq dk dv datt 6 x 512, dq_raw dk_raw 1024, dfc_* 3 x 1536, dg_* 3 x 64,
+    // dlnf_ans 512, dlogits 512, rope cos/sin 2 x 8x4 (floats); test set 16x8, batch 4x8 (tokens and targets, int32)
+    CHECK(e.scratch == (3072 + 1024 + 4608 + 192 + 512 + 512 + 64) * 4 + (16 * 8 + 4 * 8) * 2 * 4);
+    // attention scratch of one thread: S W dW 3 x 64x8 (a block of 64 rows), Vg dU dVg dFq dFk 5 x 8x8, dz 8, row 8
+    CHECK(e.per_thread == (3 * 512 + 5 * 64 + 8 + 8) * 4);
+    CHECK(estimate_training_memory(c, 3).per_thread == 3 * e.per_thread);
+    CHECK(e.total() == e.params + e.grads + e.optimizer + e.activations + e.attention + e.scratch + e.per_thread);
+
+    // What the variant adds: feature maps keep phi(q), phi(k); gates a value per head and row.
+    run_config f = c;
+    f.attention.numerator = numerator_kind::elu1;
+    CHECK(estimate_training_memory(f, 1).attention == e.attention + 2 * 8 * 8 * 8 * 4);
+    run_config g = c;
+    g.attention.in_gate = true;
+    g.attention.out_gate = true;
+    CHECK(estimate_training_memory(g, 1).activations == e.activations + 2 * 32 * 2 * 4);
+    // Twice the sequence: twice the cache and the per-thread blocks.
+    run_config t = c;
+    t.task.seq_len = 16;
+    const memory_estimate e16 = estimate_training_memory(t, 1);
+    CHECK(e16.attention == (128 + 1024 + 8) * 4 + 8 * sizeof(long));
+    CHECK(e16.per_thread == (3 * 64 * 16 + 5 * 16 * 8 + 16 + 8) * 4);
+}
+
+TEST_CASE("sizes: --max-memory values and their display", "[memory_estimate]") {
+    CHECK(parse_size("4G") == 4ull << 30);
+    CHECK(parse_size("512M") == 512ull << 20);
+    CHECK(parse_size("1.5G") == 3ull << 29);
+    CHECK(parse_size("64k") == 64ull << 10);
+    CHECK(parse_size("2GiB") == 2ull << 30);
+    CHECK(parse_size("100MB") == 100ull << 20);
+    CHECK(parse_size("1000000") == 1000000);
+    for (const char* bad : {"", "G", "0", "0.1", "4X", "4GG", "-1G", "1.2.3", "4 G", "nan"}) {
+        INFO(bad);
+        CHECK_THROWS_AS(parse_size(bad), config_error);
+    }
+    CHECK(format_bytes(100) == "100 B");
+    CHECK(format_bytes(10 * 1024) == "10.0 KiB");
+    CHECK(format_bytes(1.5 * (1 << 30)) == "1.50 GiB");
+    CHECK(format_bytes(512.0 * (1 << 20)) == "512 MiB");
+    const memory_limit m = machine_memory_limit();  // on Linux, /proc/meminfo at least
+    CHECK(m.bytes > 0);
+    CHECK_FALSE(m.source.empty());
+}
+
+TEST_CASE("memory estimate against the peak memory of the binary training one step", "[memory_estimate]") {
+    // Peak RSS (wait4's ru_maxrss) of `attnlab run` with 2 steps of a model
+    // whose buffers are large, less that of a tiny model (the program, its
+    // libraries, threads): the growth the estimate describes.
+    temp_dir tmp;
+    auto spec_text = [](const std::string& task, const std::string& model, int batch) {
+        return std::string("name: mem\nbase:\n  seed: 0\n  task: ") + task + "\n  model: " + model +
+               "\n  attention: {numerator: exp, denominator: softmax}\n  train: {steps: 2, batch: " +
+               std::to_string(batch) + ", lr: 1.0e-3, warmup: 1, eval_every: 1}\n";
+    };
+    auto peak_kib = [&](const std::string& name, const std::string& text) {
+        const fs::path spec = tmp / (name + ".yaml");
+        write_text(spec, text);
+        const child c = spawn({"run", spec.string(), "--out", (tmp / name).string(), "--threads", "1"}, tmp.path());
+        int status = 0;
+        struct rusage ru {};
+        REQUIRE(::wait4(c.pid, &status, 0, &ru) == c.pid);
+        INFO(read_text(c.err_file));
+        REQUIRE(exit_code_of(status) == 0);
+        return static_cast<double>(ru.ru_maxrss);  // KiB
+    };
+    const std::string tiny_task = "{kind: lookup, vocab: 16, seq_len: 8, pairs: 2, test_examples: 16}";
+    const std::string tiny_model = "{layers: 1, d_model: 16, heads: 2}";
+    const std::string big_task = "{kind: lookup, vocab: 256, seq_len: 128, pairs: 8, test_examples: 64}";
+    const std::string big_model = "{layers: 2, d_model: 128, heads: 4}";
+    const std::string tiny_text = spec_text(tiny_task, tiny_model, 4), big_text = spec_text(big_task, big_model, 32);
+    const double base = peak_kib("tiny", tiny_text), big = peak_kib("big", big_text);
+    const auto estimate = [](const std::string& text) {
+        return static_cast<double>(estimate_training_memory(parse_spec(text, "mem.yaml").runs[0].config, 1).total());
+    };
+    const double measured = (big - base) * 1024, estimated = estimate(big_text) - estimate(tiny_text);
+    const double ratio = measured / estimated;
+    INFO("peak RSS growth " << format_bytes(measured) << ", estimate " << format_bytes(estimated) << ": ratio "
+                            << ratio);
+    // The guard must not promise less than a run takes, nor refuse runs that would fit by far.
+    CHECK(ratio <= 1.15);
+    CHECK(ratio >= 0.5);
+}
