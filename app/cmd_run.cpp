@@ -1,13 +1,18 @@
 // attnlab run SPEC: train the runs of a spec and write results/<name>/.
-// Ctrl-C stops every run in progress after its current step: finished runs
-// and the summary stay, the interrupted runs are redone when the spec is run
-// again. --jobs trains several runs at once, --shard I/N only this process's
-// share of the runs (runner.hpp).
+// SIGINT (Ctrl-C) or SIGTERM stops every run in progress after its current
+// step: each saves its resume state, finished runs and the summary stay, and
+// running the same command again resumes the stopped runs where they were
+// (exit code 130 for SIGINT, 143 for SIGTERM). A second signal ends the
+// process at once. --jobs trains several runs at once, --shard I/N only this
+// process's share of the runs, --max-memory caps the memory the runs trained
+// at once may take (runner.hpp).
 #include <atomic>
 #include <csignal>
+#include <signal.h>
 
 #include <spdlog/spdlog.h>
 
+#include "attnlab/run/resources.hpp"
 #include "attnlab/run/runner.hpp"
 #include "commands.hpp"
 #include "spec_options.hpp"
@@ -15,10 +20,30 @@
 namespace attnlab::cli {
 
 namespace {
+constexpr int exit_terminated = 143;  // 128 + SIGTERM, as a shell reports a process SIGTERM ended
 std::atomic<bool> stop_requested{false};
-extern "C" void on_sigint(int) {
+std::atomic<int> stop_signal{0};
+
+extern "C" void on_stop_signal(int sig) {
+    stop_signal.store(sig);
     stop_requested.store(true);
-    std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+    // A second SIGINT or SIGTERM ends the process at once (sigaction is async-signal-safe).
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    ::sigaction(SIGINT, &dfl, nullptr);
+    ::sigaction(SIGTERM, &dfl, nullptr);
+}
+
+void install_stop_handlers() {
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, nullptr);
+    ::sigaction(SIGTERM, &sa, nullptr);
+    // A file-size limit (ulimit -f) makes write(2) fail with EFBIG, reported
+    // with the file's name, instead of killing the process with SIGXFSZ.
+    std::signal(SIGXFSZ, SIG_IGN);
 }
 }  // namespace
 
@@ -29,6 +54,8 @@ void add_run(CLI::App& app, action& chosen) {
     auto threads = std::make_shared<int>(0);
     auto jobs = std::make_shared<int>(1);
     auto shard = std::make_shared<std::string>();
+    auto max_memory = std::make_shared<std::string>();
+    auto save_every = std::make_shared<double>(300);
     opts->add_to(*cmd);
     cmd->add_option("--out", *out, "Directory that receives <name>/")->capture_default_str()->type_name("DIR");
     cmd->add_option("--threads", *threads, "Threads for OpenMP and Eigen, shared by the jobs (0: all cores)")
@@ -41,20 +68,34 @@ void add_run(CLI::App& app, action& chosen) {
                     "Train only runs i with i mod N == I (0-based I/N, e.g. 0/3; run `attnlab summarize` after "
                     "every shard)")
         ->type_name("I/N");
+    cmd->add_option("--max-memory", *max_memory,
+                    "Memory the runs trained at once may take (e.g. 4G, 512M); default: what the machine has "
+                    "available (MemAvailable, cgroup limit)")
+        ->type_name("SIZE");
+    cmd->add_option("--save-every", *save_every,
+                    "Seconds between saves of a run's resume state (0: only when stopped by SIGINT or SIGTERM)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 1e9))
+        ->type_name("SECONDS");
     cmd->callback([=, &chosen] {
         chosen = [=] {
             runner_options ro;
             if (!shard->empty()) ro.shard = parse_shard(*shard);
+            if (!max_memory->empty()) ro.max_memory = parse_size(*max_memory, "--max-memory");
             const experiment_spec spec = opts->load();
-            std::signal(SIGINT, on_sigint);
+            install_stop_handlers();
             ro.out_root = *out;
             ro.threads = *threads;
             ro.jobs = *jobs;
             ro.stop = &stop_requested;
+            ro.save_every_s = *save_every;
             const sweep_outcome res = run_sweep(spec, ro);
             if (res.interrupted) {
-                spdlog::warn("interrupted: finished runs are kept in {}; run the same command to continue", res.dir);
-                return exit_interrupted;
+                const int sig = stop_signal.load();
+                spdlog::warn("{}: finished runs are kept in {} and stopped runs saved their state; run the same "
+                             "command to continue",
+                             sig == SIGTERM ? "terminated" : "interrupted", res.dir);
+                return sig == SIGTERM ? exit_terminated : exit_interrupted;
             }
             return exit_ok;
         };

@@ -4,15 +4,19 @@
 #include "attnlab/run/runner.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <exception>
+#include <fcntl.h>
 #include <filesystem>
 #include <mutex>
 #include <omp.h>
 #include <optional>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include <Eigen/Core>
@@ -20,6 +24,9 @@
 
 #include "attnlab/io/csv.hpp"
 #include "attnlab/io/files.hpp"
+#include "attnlab/model/memory_estimate.hpp"
+#include "attnlab/model/params.hpp"
+#include "attnlab/run/resources.hpp"
 #include "attnlab/run/summary.hpp"
 #include "attnlab/run/sweep_dir.hpp"
 #include "attnlab/train/checkpoint.hpp"
@@ -80,6 +87,34 @@ std::vector<std::string> metrics_fields(const metrics_row& r) {
             format_number(std::round(r.tokens_per_s)), format_number(std::round(r.elapsed_s * 1000) / 1000)};
 }
 
+// metrics.csv, appended a row at a time (write(2) on an O_APPEND descriptor,
+// so an error such as a full disk is reported with the file and its cause).
+class metrics_file {
+public:
+    explicit metrics_file(const std::string& path) : path_(path) {
+        fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (fd_ < 0) throw io_error("cannot write " + path + ": " + std::strerror(errno));
+    }
+    ~metrics_file() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    metrics_file(const metrics_file&) = delete;
+    metrics_file& operator=(const metrics_file&) = delete;
+    void row(const std::vector<std::string>& fields) {
+        const std::string line = csv_line(fields);
+        for (std::size_t done = 0; done < line.size();) {
+            const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) throw io_error("cannot write " + path_ + ": " + std::strerror(errno));
+            done += static_cast<std::size_t>(n);
+        }
+    }
+
+private:
+    std::string path_;
+    int fd_ = -1;
+};
+
 // Leftovers of an earlier attempt at a run, removed before it is redone
 // (under its lock). result.yaml goes first: it must never outlive the rest.
 void clean_run_dir(const std::string& run_dir) {
@@ -88,11 +123,66 @@ void clean_run_dir(const std::string& run_dir) {
     std::vector<fs::path> stale;
     for (fs::directory_iterator it(run_dir, ec), end; !ec && it != end; it.increment(ec)) {
         const std::string name = it->path().filename().string();
-        if (name == "config.yaml" || name == "metrics.csv" || name == checkpoint_filename ||
+        if (name == "config.yaml" || name == "metrics.csv" || name == checkpoint_filename || name == resume_filename ||
             name.find(".tmp") != std::string::npos)
             stale.push_back(it->path());
     }
     for (const auto& p : stale) fs::remove(p);
+}
+
+// Temporary files of killed writers in a run directory (*.tmp*).
+void remove_temporaries(const std::string& run_dir) {
+    std::error_code ec;
+    std::vector<fs::path> stale;
+    for (fs::directory_iterator it(run_dir, ec), end; !ec && it != end; it.increment(ec))
+        if (it->path().filename().string().find(".tmp") != std::string::npos) stale.push_back(it->path());
+    for (const auto& p : stale) fs::remove(p, ec);
+}
+
+// Rows of metrics.csv a run has written after `step` of its steps: the test
+// row of step 0, then a train and a test row at each evaluation step.
+std::size_t metrics_rows_after(const train_config& tc, int step) {
+    return 1 + 2 * static_cast<std::size_t>(step / tc.eval_every);  // step < tc.steps
+}
+
+// Cuts metrics.csv back to its header and the rows of steps <= `step`
+// (atomically); false, with the file untouched, when it does not hold
+// exactly the rows a run has written by then (then the run is redone).
+bool keep_metrics_up_to(const std::string& path, const train_config& tc, int step, std::string& why) {
+    std::string text;
+    try {
+        text = read_file(path);
+    } catch (const io_error& e) {
+        why = e.what();
+        return false;
+    }
+    const std::string header = csv_line(metrics_header);
+    if (text.compare(0, header.size(), header) != 0) {
+        why = path + " has another header";
+        return false;
+    }
+    std::size_t end = header.size(), rows = 0;
+    for (std::size_t at = end; at < text.size();) {
+        const auto nl = text.find('\n', at);
+        if (nl == std::string::npos) break;  // a row cut short by a kill or a full disk
+        int row_step = -1;
+        const auto [p, ec] = std::from_chars(text.data() + at, text.data() + nl, row_step);
+        if (ec != std::errc() || p == text.data() + nl || *p != ',') {
+            why = path + ": malformed row " + std::to_string(rows + 1);
+            return false;
+        }
+        if (row_step > step) break;
+        ++rows;
+        end = at = nl + 1;
+    }
+    const std::size_t want = metrics_rows_after(tc, step);
+    if (rows != want) {
+        why = path + " has " + std::to_string(rows) + " rows up to step " + std::to_string(step) + ", expected " +
+              std::to_string(want);
+        return false;
+    }
+    if (end != text.size()) write_file_atomic(path, text.substr(0, end));
+    return true;
 }
 
 // What became of one run a worker took.
@@ -138,6 +228,7 @@ private:
     void log_progress();   // under mu_
     void worker();
     attempt train_one(std::size_t i);
+    void check_memory() const;
 };
 
 void sweep_runner::write_summary() {
@@ -161,6 +252,37 @@ void sweep_runner::log_progress() {
                  busy, duration_text(seconds_since(sweep_t0_)), left);
 }
 
+// The resume state of an unfinished run, if it can be resumed: its file
+// loads, fits the run's config, and metrics.csv holds the rows up to its step
+// (cut back to them here). nullopt, with a warning when a state was there
+// but does not fit: the run is then redone from step 0.
+std::optional<train_state> resumable_state(const std::string& dir, const std::string& config_yaml,
+                                           const run_config& cfg, const std::string& tg) {
+    const std::string path = dir + "/" + resume_filename;
+    std::error_code ec;
+    if (!fs::exists(path, ec)) return std::nullopt;
+    auto drop = [&](const std::string& why) -> std::optional<train_state> {
+        spdlog::warn("{} cannot be resumed ({}); it is redone from step 0", tg, why);
+        return std::nullopt;
+    };
+    std::optional<train_state> st;
+    try {
+        if (read_file(dir + "/config.yaml") != config_yaml) return drop("config.yaml differs from the spec's");
+        st = train_state_load(path, config_yaml);
+    } catch (const io_error& e) {
+        return drop(e.what());
+    }
+    if (!st) return std::nullopt;
+    model_offsets off;
+    const std::size_t n = build_param_layout(cfg.model, cfg.attention, model_vocab_size(cfg.task),
+                                             max_seq_len(cfg.task), off).total();
+    if (st->params.size() != n) return drop(path + " holds " + std::to_string(st->params.size()) + " parameters, the model " + std::to_string(n));
+    if (st->step >= cfg.train.steps) return drop(path + ": step " + std::to_string(st->step) + " is past the run's end");
+    std::string why;
+    if (!keep_metrics_up_to(dir + "/metrics.csv", cfg.train, st->step, why)) return drop(why);
+    return st;
+}
+
 attempt sweep_runner::train_one(std::size_t i) {
     const run_point& point = spec_.runs[i];
     const std::string dir = run_dir(i), tg = tag(i);
@@ -175,11 +297,24 @@ attempt sweep_runner::train_one(std::size_t i) {
         spdlog::info("{} already done ({}), skipped", tg, to_string(r->status));
         return {attempt_kind::done_elsewhere, *r};
     }
-    clean_run_dir(dir);
-    write_file_atomic(dir + "/config.yaml", config_yaml);
-    csv_writer metrics(dir + "/metrics.csv", metrics_header);
-
     const int steps = point.config.train.steps;
+    const std::string state_path = dir + "/" + resume_filename;
+    const std::optional<train_state> resume = resumable_state(dir, config_yaml, point.config, tg);
+    if (resume) {
+        fs::remove(dir + "/result.yaml");
+        remove_temporaries(dir);
+        spdlog::info("{} training {} steps, resumed after step {} from {}", tg, steps, resume->step, state_path);
+        if (resume->threads != per_run_threads_)
+            spdlog::warn("{} was trained with {} threads before, {} now: its results will differ in the last bits "
+                         "from those of a run never stopped",
+                         tg, resume->threads, per_run_threads_);
+    } else {
+        clean_run_dir(dir);
+        write_file_atomic(dir + "/config.yaml", config_yaml);
+        write_file_atomic(dir + "/metrics.csv", csv_line(metrics_header));
+    }
+    metrics_file metrics(dir + "/metrics.csv");
+
     train_callbacks cb;
     cb.stop = stop_;
     double last_train_loss = NAN, last_train_acc = NAN, last_tps = NAN;
@@ -215,12 +350,24 @@ attempt sweep_runner::train_one(std::size_t i) {
         checkpoint_save(dir + "/" + checkpoint_filename, model);
         saved = true;
     };
-    const run_result res = train_run(point.config, cb);
+    // Resume state: when stopped, and every save_every_s seconds.
+    cb.save_state = [&](const train_state& st) {
+        train_state_save(state_path, st, config_yaml);
+    };
+    cb.save_every_s = opt_.save_every_s;
+    const run_result res = train_run(point.config, cb, resume ? &*resume : nullptr);
     if (res.status == run_status::interrupted) {
-        spdlog::warn("{} interrupted; it will be redone when the spec is run again", tg);
+        spdlog::warn("{} interrupted after step {}/{}; its state is saved in {}: the same command resumes it", tg,
+                     res.steps, steps, state_path);
         return {attempt_kind::interrupted, res};
     }
     write_file_atomic(dir + "/result.yaml", run_result_to_yaml(res));
+    std::error_code ec;
+    fs::remove(state_path, ec);  // after result.yaml: the run is done, its state of no more use
+    if (resume) {
+        std::lock_guard<std::mutex> g(mu_);
+        ++out_.resumed;
+    }
     if (res.status == run_status::diverged) {
         spdlog::warn("{} diverged: {}; no checkpoint saved", tg, res.reason);
     } else {
@@ -269,6 +416,42 @@ void sweep_runner::worker() {
     }
 }
 
+void sweep_runner::check_memory() const {
+    if (queue_.empty()) return;
+    const memory_limit limit =
+        opt_.max_memory > 0 ? memory_limit{opt_.max_memory, "--max-memory"} : machine_memory_limit();
+    if (limit.bytes == 0) {
+        spdlog::debug("memory: no limit known (no /proc/meminfo, no cgroup limit); not checked");
+        return;
+    }
+    std::vector<std::pair<std::size_t, std::size_t>> sizes;  // (bytes, spec index), largest first
+    for (std::size_t i : queue_)
+        sizes.emplace_back(estimate_training_memory(spec_.runs[i].config, per_run_threads_).total(), i);
+    std::stable_sort(sizes.begin(), sizes.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    const std::size_t at_once = std::min<std::size_t>(static_cast<std::size_t>(opt_.jobs), sizes.size());
+    std::size_t need = 0;
+    for (std::size_t k = 0; k < at_once; ++k) need += sizes[k].first;
+    const std::string& biggest = spec_.runs[sizes[0].second].id;
+    if (need <= limit.bytes) {
+        spdlog::info("memory: ~{} for the largest run{}, limit {} ({})", format_bytes(static_cast<double>(sizes[0].first)),
+                     at_once > 1 ? fmt::format(", ~{} for the {} largest at once", format_bytes(static_cast<double>(need)), at_once) : "",
+                     format_bytes(static_cast<double>(limit.bytes)), limit.source);
+        return;
+    }
+    const memory_estimate e = estimate_training_memory(spec_.runs[sizes[0].second].config, per_run_threads_);
+    auto b = [](std::size_t n) { return format_bytes(static_cast<double>(n)); };
+    std::string msg = fmt::format(
+        "not enough memory: run {} needs about {} to train (parameters {}, gradients {}, AdamW {}, activations {}, "
+        "attention {}, scratch and data {}, {} thread{} {})",
+        biggest, b(e.total()), b(e.params), b(e.grads), b(e.optimizer), b(e.activations), b(e.attention), b(e.scratch),
+        per_run_threads_, per_run_threads_ == 1 ? "" : "s", b(e.per_thread));
+    if (at_once > 1) msg += fmt::format(", and the {} largest runs trained at once (--jobs {}) {}", at_once, opt_.jobs, b(need));
+    msg += fmt::format("; the limit is {} ({}). Lower train.batch, the sequence length or the model, use fewer "
+                       "--jobs, or set --max-memory; nothing was run",
+                       b(limit.bytes), limit.source);
+    throw config_error(msg);
+}
+
 sweep_outcome sweep_runner::run() {
     if (opt_.out_root.empty()) throw config_error("--out: the output directory must not be empty");
     if (opt_.jobs < 1) throw config_error("--jobs: expected at least 1, got " + std::to_string(opt_.jobs));
@@ -277,10 +460,7 @@ sweep_outcome sweep_runner::run() {
     stop_ = opt_.stop ? opt_.stop : &own_stop_;
     sweep_t0_ = clock_type::now();
     out_.dir = opt_.out_root + "/" + spec_.name;
-    make_dirs(out_.dir + "/runs");
-    make_dirs(summary_dir());
     out_.summary_path = summary_dir() + "/summary.csv";
-    write_spec_as_run(out_.dir, spec_);
 
     // Threads: see runner.hpp.
     const int caller_omp = omp_get_max_threads();
@@ -288,7 +468,6 @@ sweep_outcome sweep_runner::run() {
     const int total_threads = opt_.threads > 0 ? opt_.threads : caller_omp;
     per_run_threads_ = std::max(1, total_threads / opt_.jobs);
     const int eigen_threads = opt_.jobs > 1 ? 1 : opt_.threads;
-    if (eigen_threads > 0) Eigen::setNbThreads(eigen_threads);
 
     // This shard's runs: the done ones are skipped now, the others queued in spec order.
     results_.assign(spec_.runs.size(), std::nullopt);
@@ -303,6 +482,12 @@ sweep_outcome sweep_runner::run() {
             queue_.push_back(i);
         }
     }
+    check_memory();  // before anything is written
+
+    make_dirs(out_.dir + "/runs");
+    make_dirs(summary_dir());
+    write_spec_as_run(out_.dir, spec_);
+    if (eigen_threads > 0) Eigen::setNbThreads(eigen_threads);
     const int workers = static_cast<int>(std::min<std::size_t>(opt_.jobs, queue_.size()));
     std::string share;
     if (opt_.shard.sharded())

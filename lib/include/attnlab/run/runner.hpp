@@ -4,21 +4,35 @@
 // (the layout and the "done" test are in sweep_dir.hpp).
 //
 // Restarting. A run whose result.yaml exists beside the same config.yaml is
-// skipped, so a sweep stopped by Ctrl-C, SIGKILL or a crash continues where
-// it was; an unfinished run is redone from step 0 (the trainer keeps no
-// optimizer state on disk to resume from).
+// skipped, so a sweep stopped by Ctrl-C, SIGTERM, SIGKILL or a crash
+// continues where it was. A run stopped by the stop flag (SIGINT, SIGTERM)
+// saves its resume state, runs/<run_id>/resume.state (train_state: parameters,
+// AdamW moments and step count, counters, the open metrics window; written
+// atomically after the step in progress), and the next invocation goes on
+// from that step: metrics.csv keeps its rows up to that step (later rows, of a
+// process killed after a periodic save, are dropped by an atomic rewrite) and
+// the rest is appended. The resumed run's metrics (all but the wall-clock
+// columns) and checkpoint equal, byte for byte, those of a run never stopped,
+// when it is resumed with the same thread count. States are also saved every
+// `save_every_s` seconds of a run, so a run killed outright (SIGKILL, power
+// loss) resumes from its last save; without one it is redone from step 0.
+// A resume state that does not fit (another config.yaml, damaged, metrics.csv
+// without the rows it needs) is dropped with a warning and the run redone.
+// The state is removed once result.yaml is written.
 //
 // Atomicity: runs are trained in place, in runs/<run_id>/, and "a run's
 // files appear atomically" holds for the run as a unit through its marker:
 //   1. take the run's lock (runs/<run_id>/.lock, flock: one writer per run
 //      dir across processes; freed by the kernel when a process dies);
 //   2. look again whether it is done (another process may have finished it);
-//   3. remove result.yaml first, then the leftovers of an earlier attempt
-//      (model.safetensors, metrics.csv, config.yaml, *.tmp*), so an old
-//      result never sits beside a new config;
+//   3. resume the run (above), or remove result.yaml first, then the
+//      leftovers of an earlier attempt (model.safetensors, metrics.csv,
+//      config.yaml, resume.state, *.tmp*), so an old result never sits beside
+//      a new config;
 //   4. write config.yaml (atomic), stream metrics.csv (a row per evaluation,
 //      flushed: it can be watched), write model.safetensors (atomic);
-//   5. write result.yaml (atomic, fsync'd) last: it marks the run done.
+//   5. write result.yaml (atomic, fsync'd) last: it marks the run done;
+//      then remove resume.state.
 // A reader (a restart, `attnlab summarize`) takes a run as done only after
 // step 5, so a half-written run is never taken as done, and a killed run's
 // files are overwritten when it is redone. This is simpler than training in
@@ -36,6 +50,13 @@
 // each run's config and its thread count, never on the order in which the
 // workers finish: summary rows are in spec order.
 //
+// Memory. Before anything runs or is written, each run to train is sized
+// with estimate_training_memory (model/memory_estimate.hpp) at its thread
+// count; the `jobs` largest of them, which may run at once, must fit in the
+// limit (max_memory, or what the machine has available: resources.hpp), or
+// the sweep is refused with a config_error naming the run, its estimate and
+// the limit.
+//
 // Sharding. `--shard I/N` trains run i of the spec (0-based, in `attnlab
 // list` order) iff i mod N == I, so N processes, started anywhere on a shared
 // filesystem, split the sweep without talking to each other. Each writes its
@@ -43,6 +64,7 @@
 // (summarize_sweep_dir) then rebuilds the sweep's summary.csv and table.md.
 #pragma once
 #include <atomic>
+#include <cstddef>
 #include <string>
 
 #include "attnlab/spec/spec.hpp"
@@ -62,10 +84,16 @@ struct runner_options {
     int threads = 0;        // threads of the whole sweep; 0: OpenMP's default (all cores)
     int jobs = 1;           // runs trained at once, each with max(1, threads / jobs) threads
     shard_spec shard;       // the share of the runs this process trains
-    // Set by SIGINT: every run in progress ends as interrupted, no run starts;
-    // what is done is kept. The runner sets it too when a run fails with an
-    // error, to stop the other workers before it rethrows.
+    // Set by SIGINT or SIGTERM: every run in progress ends as interrupted
+    // after its current step and saves its resume state, no run starts; what
+    // is done is kept. The runner sets it too when a run fails with an error,
+    // to stop the other workers before it rethrows.
     std::atomic<bool>* stop = nullptr;
+    // Memory the runs trained at once may take, in bytes; 0: what the machine
+    // has available (MemAvailable, the cgroup's limit).
+    std::size_t max_memory = 0;
+    // Seconds between periodic saves of a run's resume state (0: only when stopped).
+    double save_every_s = 300;
 };
 
 struct sweep_outcome {
@@ -75,6 +103,7 @@ struct sweep_outcome {
     int skipped = 0, ok = 0, diverged = 0;
     int busy = 0;              // held by another process's lock; left to it, not in the summary
     bool interrupted = false;
+    int resumed = 0;           // runs that went on from a resume state
 };
 
 sweep_outcome run_sweep(const experiment_spec& spec, const runner_options& opt);

@@ -1,0 +1,521 @@
+// Faults around `attnlab run`, each on the real binary (tests/process_support.hpp):
+// SIGINT and SIGTERM mid-run save a resume state and the next invocation
+// goes on from it, giving the metrics and checkpoint of a run never stopped;
+// SIGKILL mid-run leaves the finished runs untouched and the rerun completes
+// (from scratch, or from the last periodic save); an output folder that
+// cannot be created is a clear error; a full disk (RLIMIT_FSIZE: writes fail
+// with EFBIG) ends the run with an error naming the file, leaves no
+// truncated result.yaml or summary.csv, and loses no finished run; a sweep
+// that cannot fit in --max-memory is refused before anything runs.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "attnlab/model/memory_estimate.hpp"
+#include "attnlab/run/resources.hpp"
+#include "attnlab/run/summary.hpp"
+#include "attnlab/spec/spec.hpp"
+#include "process_support.hpp"
+
+namespace fs = std::filesystem;
+using namespace attnlab;
+using namespace attnlab::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// Two seeds of a tiny model; one run takes about half a second, so a signal
+// sent when the second run has a few rows lands in its middle.
+const std::string two_seeds = R"(# two seeds of a tiny lookup model
+name: faults
+base:
+  seed: 0
+  task: {kind: lookup, vocab: 16, seq_len: 8, pairs: 2, test_examples: 16}
+  model: {layers: 1, d_model: 16, heads: 2}
+  attention: {numerator: exp, denominator: softmax}
+  train: {steps: 4000, batch: 4, lr: 1.0e-3, warmup: 2, eval_every: 100}
+seeds: [0, 1]
+)";
+constexpr std::size_t full_metrics_lines = 1 + 1 + 2 * 40;  // header, step 0, (train, test) x 40
+
+// two_seeds with 400 steps (a few rows) and other seeds.
+std::string edit_steps(std::string text, const std::string& seeds = "seeds: [0, 1]\n") {
+    const auto at = text.find("steps: 4000");
+    REQUIRE(at != std::string::npos);
+    text.replace(at, 11, "steps: 400");
+    const auto s = text.find("seeds: [0, 1]\n");
+    REQUIRE(s != std::string::npos);
+    return text.replace(s, 14, seeds);
+}
+
+// metrics.csv without its wall-clock columns (SPEC §6 keeps them in the file).
+std::string without_timings(const std::string& csv) {
+    std::string out;
+    for (const auto& line : lines_of(csv)) {
+        auto f = csv_fields(line);
+        REQUIRE(f.size() == 9);
+        f.resize(7);
+        std::string row;
+        for (const auto& x : f) row += (row.empty() ? "" : ",") + x;
+        out += row + "\n";
+    }
+    return out;
+}
+std::string summary_without_wall(const std::string& csv) {
+    const auto lines = lines_of(csv);
+    REQUIRE(!lines.empty());
+    const auto header = csv_fields(lines[0]);
+    const auto at = static_cast<std::size_t>(std::find(header.begin(), header.end(), "wall_s") - header.begin());
+    REQUIRE(at < header.size());
+    std::string out;
+    for (const auto& line : lines) {
+        auto f = csv_fields(line);
+        REQUIRE(f.size() == header.size());
+        f.erase(f.begin() + static_cast<long>(at));
+        for (const auto& x : f) out += x + ",";
+        out += "\n";
+    }
+    return out;
+}
+
+bool present(const fs::path& p) {
+    std::error_code ec;
+    return fs::exists(p, ec);
+}
+
+// Every file under `dir` with its bytes.
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+    std::map<std::string, std::string> files;
+    for (const auto& e : fs::recursive_directory_iterator(dir))
+        if (e.is_regular_file()) files[fs::relative(e.path(), dir).string()] = read_text(e.path());
+    return files;
+}
+
+std::vector<std::string> temporaries(const fs::path& dir) {
+    std::vector<std::string> out;
+    if (!present(dir)) return out;
+    for (const auto& e : fs::recursive_directory_iterator(dir))
+        if (e.path().filename().string().find(".tmp") != std::string::npos) out.push_back(e.path().string());
+    return out;
+}
+
+std::size_t line_count(const fs::path& p) { return present(p) ? lines_of(read_text(p)).size() : 0; }
+
+// Waits (at most 60 s) until `ready` holds, failing if the child ends first.
+void wait_until(const child& c, const std::function<bool()>& ready) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!ready()) {
+        int status = 0;
+        if (::waitpid(c.pid, &status, WNOHANG) == c.pid)
+            FAIL("attnlab ended early with code " << exit_code_of(status) << ":\n" << read_text(c.err_file));
+        if (std::chrono::steady_clock::now() > deadline) {
+            ::kill(c.pid, SIGKILL);
+            ::waitpid(c.pid, nullptr, 0);
+            FAIL("attnlab did not get there within 60 s:\n" << read_text(c.err_file));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+}
+
+// Waits for the end of a child; the raw wait status.
+int wait_status(const child& c) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (;;) {
+        int status = 0;
+        if (::waitpid(c.pid, &status, WNOHANG) == c.pid) return status;
+        if (std::chrono::steady_clock::now() > deadline) {
+            ::kill(c.pid, SIGKILL);
+            ::waitpid(c.pid, &status, 0);
+            FAIL("attnlab did not end within 60 s:\n" << read_text(c.err_file));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+}
+
+// The reference: the spec run once, never stopped, with --threads 1.
+fs::path reference(const temp_dir& tmp, const fs::path& spec) {
+    const auto r = run_cli({"run", spec.string(), "--out", (tmp / "reference").string(), "--threads", "1"}, tmp.path());
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    return tmp / "reference" / "faults";
+}
+
+// Checks that run `id` of `res` equals the reference's: metrics (but their
+// timings), checkpoint and result (but wall_s), and that it is finished.
+void check_equals_reference(const fs::path& res, const fs::path& ref, const std::string& id) {
+    INFO("run " << id);
+    const fs::path run = res / "runs" / id, ref_run = ref / "runs" / id;
+    REQUIRE(present(run / "result.yaml"));
+    CHECK(line_count(run / "metrics.csv") == full_metrics_lines);
+    CHECK(without_timings(read_text(run / "metrics.csv")) == without_timings(read_text(ref_run / "metrics.csv")));
+    CHECK(read_text(run / "model.safetensors") == read_text(ref_run / "model.safetensors"));
+    CHECK_FALSE(present(run / "resume.state"));
+}
+
+// attnlab with stderr through a pipe (a file would be subject to the limit)
+// and, if fsize > 0, RLIMIT_FSIZE = fsize bytes: writes past it fail with EFBIG.
+cli_result run_with_file_limit(const std::vector<std::string>& args, rlim_t fsize, const fs::path& cwd) {
+    int fds[2];
+    REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+    std::vector<std::string> argv_s = {ATTNLAB_BINARY};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const std::string cwd_s = cwd.string();
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {  // async-signal-safe calls only
+        const int null_fd = ::open("/dev/null", O_RDWR);
+        if (null_fd < 0) ::_exit(126);
+        ::dup2(null_fd, 0);
+        ::dup2(null_fd, 1);
+        ::dup2(fds[1], 2);
+        if (!cwd_s.empty() && ::chdir(cwd_s.c_str()) != 0) ::_exit(126);
+        if (fsize > 0) {
+            const struct rlimit lim = {fsize, fsize};
+            if (::setrlimit(RLIMIT_FSIZE, &lim) != 0) ::_exit(126);
+        }
+        ::signal(SIGINT, SIG_DFL);
+        ::signal(SIGXFSZ, SIG_DFL);  // attnlab must ignore it itself
+        sigset_t none;
+        sigemptyset(&none);
+        ::sigprocmask(SIG_SETMASK, &none, nullptr);
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+    }
+    ::close(fds[1]);
+    cli_result r;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (;;) {
+        pollfd p{fds[0], POLLIN, 0};
+        if (::poll(&p, 1, 100) > 0) {
+            char buf[4096];
+            const ssize_t n = ::read(fds[0], buf, sizeof buf);
+            if (n <= 0) break;
+            r.err.append(buf, static_cast<std::size_t>(n));
+        }
+        if (std::chrono::steady_clock::now() > deadline) {
+            ::kill(pid, SIGKILL);
+            break;
+        }
+    }
+    ::close(fds[0]);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    r.code = exit_code_of(status);
+    INFO("attnlab stderr:\n" << r.err);
+    REQUIRE(r.code != 126);
+    REQUIRE(r.code != 127);
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("SIGINT or SIGTERM mid-run saves the run's state; the next run resumes it as if never stopped",
+          "[faults]") {
+    temp_dir tmp;
+    const fs::path spec = tmp / "faults.yaml";
+    write_text(spec, two_seeds);
+    const fs::path out = tmp / "out", res = out / "faults";
+    const fs::path done_run = res / "runs" / "seed=0", stopped_run = res / "runs" / "seed=1";
+
+    int sig = SIGINT, expected_code = 130;
+    std::vector<std::string> cmd = {"run", spec.string(), "--out", out.string(), "--threads", "1"};
+    SECTION("SIGINT: exit code 130") {}
+    SECTION("SIGTERM: exit code 143") {
+        sig = SIGTERM;
+        expected_code = 143;
+    }
+    INFO("signal " << sig);
+
+    const child c = spawn(cmd, tmp.path());
+    wait_until(c, [&] { return line_count(stopped_run / "metrics.csv") >= 6; });
+    REQUIRE(::kill(c.pid, sig) == 0);
+    const int status = wait_status(c);
+    const std::string err1 = read_text(c.err_file);
+    INFO("first stderr:\n" << err1);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == expected_code);
+    CHECK_THAT(err1, Contains("[2/2 seed=1] interrupted after step "));
+    CHECK_THAT(err1, Contains(sig == SIGTERM ? "terminated:" : "interrupted:"));
+    REQUIRE(present(done_run / "result.yaml"));
+    REQUIRE(present(stopped_run / "resume.state"));
+    CHECK_FALSE(present(stopped_run / "result.yaml"));
+    CHECK_FALSE(present(stopped_run / "model.safetensors"));
+    const std::size_t rows_when_stopped = line_count(stopped_run / "metrics.csv");
+    CHECK(rows_when_stopped < full_metrics_lines);
+    const auto done_files = snapshot(done_run);
+    CHECK(temporaries(res).empty());
+
+    // Again: the finished run is skipped, the stopped one goes on from its step.
+    const auto second = run_cli(cmd, tmp.path());
+    INFO("second stderr:\n" << second.err);
+    REQUIRE(second.code == 0);
+    CHECK_THAT(second.err, Contains("[1/2 seed=0] already done (ok), skipped"));
+    CHECK_THAT(second.err, Contains("[2/2 seed=1] training 4000 steps, resumed after step "));
+    CHECK(count_of(second.err, "training 4000 steps\n") == 0);  // not redone from step 0
+    CHECK(snapshot(done_run) == done_files);                   // byte for byte
+
+    const fs::path ref = reference(tmp, spec);
+    check_equals_reference(res, ref, "seed=0");
+    check_equals_reference(res, ref, "seed=1");
+    CHECK(summary_without_wall(read_text(res / "summary.csv")) == summary_without_wall(read_text(ref / "summary.csv")));
+    CHECK(read_text(res / "table.md") == read_text(ref / "table.md"));
+    CHECK(temporaries(res).empty());
+}
+
+TEST_CASE("SIGTERM stops every run of --jobs 2 in progress; each resumes and equals an uninterrupted run",
+          "[faults]") {
+    temp_dir tmp;
+    const fs::path spec = tmp / "faults.yaml";
+    write_text(spec, two_seeds);
+    const fs::path out = tmp / "out", res = out / "faults";
+    const std::vector<std::string> cmd = {"run",       spec.string(), "--out",  out.string(),
+                                          "--threads", "2",           "--jobs", "2"};
+    const child c = spawn(cmd, tmp.path());
+    wait_until(c, [&] {
+        return line_count(res / "runs" / "seed=0" / "metrics.csv") >= 6 &&
+               line_count(res / "runs" / "seed=1" / "metrics.csv") >= 6;
+    });
+    REQUIRE(::kill(c.pid, SIGTERM) == 0);
+    const int status = wait_status(c);
+    const std::string err1 = read_text(c.err_file);
+    INFO("first stderr:\n" << err1);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 143);
+    for (const char* id : {"seed=0", "seed=1"}) {
+        INFO(id);
+        CHECK(present(res / "runs" / id / "resume.state"));
+        CHECK_FALSE(present(res / "runs" / id / "result.yaml"));
+    }
+    const auto second = run_cli(cmd, tmp.path());
+    INFO("second stderr:\n" << second.err);
+    REQUIRE(second.code == 0);
+    CHECK(count_of(second.err, "resumed after step") == 2);
+    const fs::path ref = reference(tmp, spec);  // --threads 1: the same 1 thread per run
+    check_equals_reference(res, ref, "seed=0");
+    check_equals_reference(res, ref, "seed=1");
+}
+
+TEST_CASE("a second SIGINT ends the process at once", "[faults]") {
+    temp_dir tmp;
+    const fs::path spec = tmp / "slow.yaml";
+    // Steps of about a second: the first SIGINT waits for the step in progress.
+    write_text(spec, R"(name: slow
+base:
+  seed: 0
+  task: {kind: lookup, vocab: 512, seq_len: 256, pairs: 8, test_examples: 8}
+  model: {layers: 2, d_model: 64, heads: 2}
+  attention: {numerator: exp, denominator: softmax}
+  train: {steps: 1000, batch: 16, lr: 1.0e-3, warmup: 2, eval_every: 1}
+)");
+    const fs::path res = tmp / "out" / "slow" / "runs" / "seed=0";
+    const child c = spawn({"run", spec.string(), "--out", (tmp / "out").string(), "--threads", "1"}, tmp.path());
+    wait_until(c, [&] { return line_count(res / "metrics.csv") >= 2; });  // step 0 tested: training
+    REQUIRE(::kill(c.pid, SIGINT) == 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    int status = 0;
+    if (::waitpid(c.pid, &status, WNOHANG) == c.pid) {
+        WARN("the step ended within 100 ms: the second SIGINT was not needed");
+        return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    REQUIRE(::kill(c.pid, SIGINT) == 0);
+    status = wait_status(c);
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    INFO("stderr:\n" << read_text(c.err_file));
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGINT);
+    CHECK(waited < 0.5);
+}
+
+TEST_CASE("SIGKILL mid-run: finished runs stay byte for byte, the rerun completes the killed run", "[faults]") {
+    temp_dir tmp;
+    const fs::path spec = tmp / "faults.yaml";
+    write_text(spec, two_seeds);
+    const fs::path out = tmp / "out", res = out / "faults";
+    const fs::path done_run = res / "runs" / "seed=0", killed_run = res / "runs" / "seed=1";
+    std::vector<std::string> cmd = {"run", spec.string(), "--out", out.string(), "--threads", "1"};
+    bool periodic = false;
+    SECTION("without a saved state the killed run is redone from step 0") {}
+    SECTION("with periodic saves (--save-every) it resumes from the last one") {
+        periodic = true;
+        cmd.insert(cmd.end(), {"--save-every", "0.02"});
+    }
+    INFO("periodic saves: " << periodic);
+
+    const child c = spawn(cmd, tmp.path());
+    wait_until(c, [&] {
+        return line_count(killed_run / "metrics.csv") >= 10 && (!periodic || present(killed_run / "resume.state"));
+    });
+    REQUIRE(::kill(c.pid, SIGKILL) == 0);
+    const int status = wait_status(c);
+    REQUIRE(WIFSIGNALED(status));
+    REQUIRE(present(done_run / "result.yaml"));
+    REQUIRE_FALSE(present(killed_run / "result.yaml"));
+    const auto done_files = snapshot(done_run);
+    const std::string summary = read_text(res / "summary.csv");
+
+    const auto second = run_cli(cmd, tmp.path());
+    INFO("second stderr:\n" << second.err);
+    REQUIRE(second.code == 0);
+    CHECK_THAT(second.err, Contains("[1/2 seed=0] already done (ok), skipped"));
+    if (periodic) CHECK_THAT(second.err, Contains("[2/2 seed=1] training 4000 steps, resumed after step "));
+    else CHECK_THAT(second.err, Contains("[2/2 seed=1] training 4000 steps\n"));
+    CHECK(snapshot(done_run) == done_files);
+    CHECK(lines_of(summary).size() == 2);  // the summary of the killed process: header + seed=0
+    const fs::path ref = reference(tmp, spec);
+    check_equals_reference(res, ref, "seed=1");
+    CHECK(summary_without_wall(read_text(res / "summary.csv")) == summary_without_wall(read_text(ref / "summary.csv")));
+    CHECK(temporaries(res).empty());
+}
+
+TEST_CASE("an output folder that cannot be created is an error naming it; finished runs are kept", "[faults]") {
+    temp_dir tmp;
+    const fs::path spec = tmp / "faults.yaml";
+    write_text(spec, edit_steps(two_seeds));
+
+    SECTION("--out below a regular file") {
+        write_text(tmp / "a_file", "not a directory\n");
+        const auto r = run_cli({"run", spec.string(), "--out", (tmp / "a_file" / "results").string()}, tmp.path());
+        INFO(r.err);
+        CHECK(r.code == 1);
+        CHECK_THAT(r.err, Contains("attnlab: error: cannot create directory " + (tmp / "a_file").string()));
+        CHECK_THAT(r.err, Contains("Not a directory"));
+        CHECK(read_text(tmp / "a_file") == "not a directory\n");
+    }
+    SECTION("a run's directory taken by a file: the sweep stops, the finished run and the summary stay") {
+        const fs::path out = tmp / "out", res = out / "faults";
+        write_text(tmp / "one.yaml", edit_steps(two_seeds, "seeds: [0]\n"));
+        REQUIRE(run_cli({"run", (tmp / "one.yaml").string(), "--out", out.string(), "--threads", "1"}).code == 0);
+        const auto before = snapshot(res / "runs" / "seed=0");
+        const std::string summary = read_text(res / "summary.csv");
+        write_text(res / "runs" / "seed=1", "in the way\n");
+        const auto r = run_cli({"run", spec.string(), "--out", out.string(), "--threads", "1"}, tmp.path());
+        INFO(r.err);
+        CHECK(r.code == 1);
+        CHECK_THAT(r.err, Contains("attnlab: error: cannot create directory " + (res / "runs" / "seed=1").string()));
+        CHECK(snapshot(res / "runs" / "seed=0") == before);
+        CHECK(read_text(res / "summary.csv") == summary);
+        CHECK(temporaries(res).empty());
+    }
+    SECTION("a read-only results folder (only when not root: root writes anyway)") {
+        if (::geteuid() == 0) {
+            SUCCEED("running as root: permission bits do not stop writes");
+            return;
+        }
+        const fs::path out = tmp / "ro";
+        fs::create_directories(out);
+        fs::permissions(out, fs::perms::owner_read | fs::perms::owner_exec);
+        const auto r = run_cli({"run", spec.string(), "--out", out.string()}, tmp.path());
+        fs::permissions(out, fs::perms::owner_all);
+        INFO(r.err);
+        CHECK(r.code == 1);
+        CHECK_THAT(r.err, Contains(out.string()));
+    }
+}
+
+TEST_CASE("a full disk (RLIMIT_FSIZE) ends the run with an error naming the file and loses nothing", "[faults]") {
+    temp_dir tmp;
+    const fs::path one = tmp / "one.yaml", spec = tmp / "faults.yaml";
+    // 400 steps: metrics.csv grows to about 800 bytes, model.safetensors is about 16 KB.
+    write_text(one, edit_steps(two_seeds, "seeds: [0]\n"));
+    write_text(spec, edit_steps(two_seeds, "seeds: [0, 1, 2]\n"));
+    const fs::path out = tmp / "out", res = out / "faults";
+    REQUIRE(run_cli({"run", one.string(), "--out", out.string(), "--threads", "1"}).code == 0);
+    const auto finished = snapshot(res / "runs" / "seed=0");
+    const std::vector<std::string> cmd = {"run", spec.string(), "--out", out.string(), "--threads", "1"};
+
+    // Each limit stops the sweep at another file: metrics.csv (a row cut short),
+    // model.safetensors (an atomic write whose temporary file is removed).
+    const std::vector<std::pair<rlim_t, std::string>> limits = {
+        {700, "metrics.csv"}, {8000, "model.safetensors"}};
+    for (const auto& [limit, file] : limits) {
+        INFO("RLIMIT_FSIZE " << limit);
+        const cli_result r = run_with_file_limit(cmd, limit, tmp.path());
+        INFO("stderr:\n" << r.err);
+        CHECK(r.code == 1);
+        CHECK_THAT(r.err, Contains("attnlab: error: cannot write " + (res / "runs" / "seed=1" / file).string()));
+        CHECK_THAT(r.err, Contains("File too large"));
+        CHECK(snapshot(res / "runs" / "seed=0") == finished);
+        CHECK(temporaries(res).empty());
+        CHECK_FALSE(present(res / "runs" / "seed=1" / "result.yaml"));
+        // What exists is whole: the summary of the last complete write, parseable results.
+        const auto summary = lines_of(read_text(res / "summary.csv"));
+        REQUIRE(summary.size() >= 2);
+        for (const auto& line : summary) CHECK(csv_fields(line).size() == csv_fields(summary[0]).size());
+        CHECK(read_run_result((res / "runs" / "seed=0" / "result.yaml").string()));
+    }
+
+    // Space again: the sweep completes, seed=0 untouched.
+    const auto r = run_cli(cmd, tmp.path());
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.err, Contains("[1/3 seed=0] already done (ok), skipped"));
+    CHECK(snapshot(res / "runs" / "seed=0") == finished);
+    CHECK(lines_of(read_text(res / "summary.csv")).size() == 4);
+    for (const char* id : {"seed=1", "seed=2"}) {
+        INFO(id);
+        CHECK(read_run_result((res / "runs" / id / "result.yaml").string()));
+        CHECK(line_count(res / "runs" / id / "metrics.csv") == 1 + 1 + 2 * 4);
+    }
+    CHECK(temporaries(res).empty());
+}
+
+TEST_CASE("a sweep that cannot fit in --max-memory is refused before anything runs", "[faults]") {
+    temp_dir tmp;
+    const fs::path spec = tmp / "faults.yaml";
+    write_text(spec, two_seeds);
+    const experiment_spec parsed = parse_spec(two_seeds, spec.string());
+    const std::size_t one_run = estimate_training_memory(parsed.runs[0].config, 1).total();
+    const fs::path out = tmp / "out";
+
+    SECTION("one run larger than the limit: exit code 2, the estimate and the limit named, nothing written") {
+        const auto r = run_cli({"run", spec.string(), "--out", out.string(), "--threads", "1", "--max-memory", "10K"},
+                               tmp.path());
+        INFO(r.err);
+        CHECK(r.code == 2);
+        CHECK_THAT(r.err, Contains("attnlab: error: not enough memory: run seed=0 needs about " +
+                                   format_bytes(static_cast<double>(one_run))));
+        CHECK_THAT(r.err, Contains("the limit is 10.0 KiB (--max-memory)"));
+        CHECK_FALSE(present(out));
+    }
+    SECTION("--jobs 2: two runs share the limit") {
+        const std::string limit = std::to_string(one_run * 3 / 2);  // fits one run, not two
+        const auto two = run_cli({"run", spec.string(), "--out", out.string(), "--threads", "2", "--jobs", "2",
+                                  "--max-memory", limit, "--set", "train.steps=10", "--set", "train.eval_every=5"},
+                                 tmp.path());
+        INFO(two.err);
+        CHECK(two.code == 2);
+        CHECK_THAT(two.err, Contains("the 2 largest runs trained at once (--jobs 2)"));
+        CHECK_FALSE(present(out));
+        const auto one = run_cli({"run", spec.string(), "--out", out.string(), "--threads", "1", "--jobs", "1",
+                                  "--max-memory", limit, "--set", "train.steps=10", "--set", "train.eval_every=5"},
+                                 tmp.path());
+        INFO(one.err);
+        CHECK(one.code == 0);
+    }
+    SECTION("a malformed size is bad input") {
+        for (const char* bad : {"lots", "0", "4X", "1.5.2G", "-1G"}) {
+            const auto r = run_cli({"run", spec.string(), "--out", out.string(), "--max-memory", bad}, tmp.path());
+            INFO(bad << ": " << r.err);
+            CHECK(r.code == 2);
+            CHECK_FALSE(present(out));
+        }
+    }
+}
