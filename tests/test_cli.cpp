@@ -231,7 +231,8 @@ TEST_CASE("attnlab validate reports a bad spec in one line with file, line and k
          "sweep.model.heads", "model.heads=3"},
         {"YAML syntax error", edit(grid_spec, "    steps: 20\n", "    steps: 20\n      batch: 4\n"), 12, "",
          "YAML syntax error"},
-        {"unclosed flow map", edit(grid_spec, "softmax}\n", "softmax\n"), 10, "", "YAML syntax error"},
+        {"unclosed flow map", edit(grid_spec, "softmax}\n", "softmax\n"), 9, "",
+         "YAML syntax error: end of map flow not found: the '{' on this line is still open at line 10"},
     };
     temp_dir dir;
     const fs::path spec = dir / "bad.yaml";
