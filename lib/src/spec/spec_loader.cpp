@@ -625,6 +625,83 @@ std::vector<std::string> names_in(const std::string& section) {
     return out;
 }
 
+// ---------------------------------------------------------------- did you mean
+
+// Optimal string alignment distance: insertions, deletions, substitutions and
+// swaps of two neighbours cost 1 each ("modle" is 1 from "model").
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+    for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i)
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+    return d[a.size()][b.size()];
+}
+
+std::string lower(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+// A name as it may be mistyped (`match`) and what to suggest for it.
+struct candidate {
+    std::string match, suggest;
+};
+
+// ", did you mean 'X'?" for the candidate nearest to `word` (case ignored),
+// when it is near enough to be a typo: at most a third of the word's
+// letters off (1 to 3). Ties go to the candidate listed first.
+std::string did_you_mean(const std::string& word, const std::vector<candidate>& candidates) {
+    if (word.empty() || word.size() > 64) return "";
+    const std::string w = lower(word);
+    std::size_t best = std::clamp<std::size_t>(word.size() / 3, 1, 3) + 1;
+    const candidate* pick = nullptr;
+    for (const candidate& c : candidates)
+        if (const std::size_t dist = edit_distance(w, lower(c.match)); dist < best) {
+            best = dist;
+            pick = &c;
+        }
+    return pick ? ", did you mean '" + pick->suggest + "'?" : "";
+}
+
+std::vector<candidate> as_candidates(const std::vector<std::string>& names) {
+    std::vector<candidate> out;
+    for (const std::string& n : names) out.push_back({n, n});
+    return out;
+}
+
+// Candidates for a key of the map at `path` in a run config (`section` ""
+// for its top, `prefix` "base" in a spec, "" in a config file): the keys of
+// that map as written there, then every other key of a run config by its
+// last name, suggested with its full path (`lr` directly under base is
+// 'base.train.lr').
+std::vector<candidate> config_candidates(const std::string& section, const std::string& prefix) {
+    std::vector<candidate> out = as_candidates(names_in(section));
+    for (const key_def& d : schema()) {
+        const std::string s = section_of(d.key);
+        if (s == section) continue;
+        out.push_back({d.key.substr(s.empty() ? 0 : s.size() + 1), join_path(prefix, d.key)});
+    }
+    if (!section.empty())
+        for (const std::string& n : names_in(""))
+            if (is_section(n) && n != section) out.push_back({n, join_path(prefix, n)});
+    return out;
+}
+
+// Candidates for a dotted key (sweep, --set): every key, by its dotted
+// name, then by its last name alone (`order` is 'attention.order').
+std::vector<candidate> dotted_candidates() {
+    std::vector<candidate> out;
+    for (const key_def& d : schema()) out.push_back({d.key, d.key});
+    for (const key_def& d : schema())
+        if (!section_of(d.key).empty()) out.push_back({d.key.substr(section_of(d.key).size() + 1), d.key});
+    return out;
+}
+
 // For a dotted key that names nothing: the keys it was probably meant to be.
 std::string dotted_key_hint(const std::string& key) {
     std::string section = section_of(key);
@@ -676,11 +753,13 @@ value parse_value(const key_def& d, const YAML::Node& n, const where& at) {
             if (v.f < d.lo || (d.lo_open && v.f == d.lo) || v.f > d.hi) bad(t);
             break;
         case vtype::boolean:
-            if (!is_plain(n) || (t != "true" && t != "false")) bad(describe(n));
+            if (!is_plain(n) || (t != "true" && t != "false"))
+                bad(describe(n) + did_you_mean(t, as_candidates({"true", "false"})));
             v.b = t == "true";
             break;
         case vtype::choice:
-            if (std::find(d.choices.begin(), d.choices.end(), t) == d.choices.end()) bad(describe(n));
+            if (std::find(d.choices.begin(), d.choices.end(), t) == d.choices.end())
+                bad(describe(n) + did_you_mean(t, as_candidates(d.choices)));
             v.name = t;
             break;
     }
@@ -734,11 +813,13 @@ config_source parse_config(const YAML::Node& node, const std::string& file, cons
                 const key_def* sd = find_key(name + "." + sk.Scalar());
                 if (!sd)
                     fail({file, line_of(sk), join_path(sub_path, sk.Scalar())},
-                         "unknown key (expected one of " + join(names_in(name), ", ") + ")");
+                         "unknown key" + did_you_mean(sk.Scalar(), config_candidates(name, path)) +
+                             " (expected one of " + join(names_in(name), ", ") + ")");
                 add(*sd, sk, sv);
             }
         } else {
-            fail({file, line_of(k), sub_path}, "unknown key (expected one of " + join(names_in(""), ", ") + ")");
+            fail({file, line_of(k), sub_path}, "unknown key" + did_you_mean(name, config_candidates("", path)) +
+                                                   " (expected one of " + join(names_in(""), ", ") + ")");
         }
     }
     return src;
@@ -939,7 +1020,7 @@ entry parse_set(const std::string& s) {
     const std::string text = trim(s.substr(eq + 1));
     where at{"--set", 0, key};
     const key_def* d = find_key(key);
-    if (!d) fail(at, "unknown key (" + dotted_key_hint(key) + ")");
+    if (!d) fail(at, "unknown key" + did_you_mean(key, dotted_candidates()) + " (" + dotted_key_hint(key) + ")");
     YAML::Node n;
     try {
         n = YAML::Load(text);
@@ -966,7 +1047,7 @@ grid parse_grid(const YAML::Node& m, const std::string& file, const std::string&
         where key_at{file, line_of(k), path + "." + key};
         if (key == "seed") fail(key_at, "seeds are swept by the top-level key seeds");
         const key_def* d = find_key(key);
-        if (!d) fail(key_at, "unknown key (" + dotted_key_hint(key) + ")");
+        if (!d) fail(key_at, "unknown key" + did_you_mean(key, dotted_candidates()) + " (" + dotted_key_hint(key) + ")");
         key_at.line = value_line(k, v);
         if (!v.IsSequence()) fail(key_at, "expected a list of values, got " + describe(v));
         if (v.size() == 0) fail(key_at, "empty list of values");
@@ -1042,8 +1123,16 @@ experiment_spec parse_spec_checked(const std::string& text, const std::string& f
     std::map<std::string, item> top;
     for (const auto& [k, v] : map_items(root, file, "")) {
         const std::string key = k.Scalar();
-        if (key != "name" && key != "base" && key != "sweep" && key != "seeds")
-            fail({file, line_of(k), key}, "unknown key (expected one of name, base, sweep, seeds)");
+        if (key != "name" && key != "base" && key != "sweep" && key != "seeds") {
+            // A typo of a top-level key, or a key of the base written outside it (`model:`).
+            std::vector<candidate> near = as_candidates({"name", "base", "sweep", "seeds"});
+            for (const std::string& n : names_in("")) near.push_back({n, "base." + n});
+            for (const key_def& d : schema())
+                if (const std::string s = section_of(d.key); !s.empty())
+                    near.push_back({d.key.substr(s.size() + 1), "base." + d.key});
+            fail({file, line_of(k), key},
+                 "unknown key" + did_you_mean(key, near) + " (expected one of name, base, sweep, seeds)");
+        }
         top[key] = {v, line_of(k), value_line(k, v)};
     }
 
