@@ -98,7 +98,6 @@ void transformer<T>::reserve(int B, int T_len) {
     acts_.resize(m_.layers);
     for (auto& a : acts_) {
         a.ln1.assign(NC, 0); a.rstd1.assign(N, 0);
-        if (uses_rope()) { a.q_raw.assign(NC, 0); a.k_raw.assign(NC, 0); }
         a.q.assign(NC, 0); a.k.assign(NC, 0); a.v.assign(NC, 0);
         attn_.init_cache(a.att_cache, cap_B_, cap_T_);
         if (attn_.has_in_gate()) a.g_in.assign(N * NH_, 0);
@@ -194,14 +193,11 @@ void transformer<T>::forward_shard(const shard& sh, attention_scratch<T>& scratc
         T* ln1 = a.ln1.data() + rc;
         rmsnorm_forward(ln1, a.rstd1.data() + n0, x, p(bo.attn_norm), N, C, eps);
         lap(op_norm);
-        if (uses_rope()) {
-            linear_forward(a.q_raw.data() + rc, ln1, p(bo.q), (const T*)nullptr, N, C, C);
-            linear_forward(a.k_raw.data() + rc, ln1, p(bo.k), (const T*)nullptr, N, C, C);
-            rope_forward(a.q.data() + rc, a.q_raw.data() + rc, *rope_, Bs, Tn, NH_, HS_);
-            rope_forward(a.k.data() + rc, a.k_raw.data() + rc, *rope_, Bs, Tn, NH_, HS_);
-        } else {
-            linear_forward(a.q.data() + rc, ln1, p(bo.q), (const T*)nullptr, N, C, C);
-            linear_forward(a.k.data() + rc, ln1, p(bo.k), (const T*)nullptr, N, C, C);
+        linear_forward(a.q.data() + rc, ln1, p(bo.q), (const T*)nullptr, N, C, C);
+        linear_forward(a.k.data() + rc, ln1, p(bo.k), (const T*)nullptr, N, C, C);
+        if (uses_rope()) {  // in place: the backward needs only the rotation
+            rope_forward(a.q.data() + rc, a.q.data() + rc, *rope_, Bs, Tn, NH_, HS_);
+            rope_forward(a.k.data() + rc, a.k.data() + rc, *rope_, Bs, Tn, NH_, HS_);
         }
         linear_forward(a.v.data() + rc, ln1, p(bo.v), (const T*)nullptr, N, C, C);
         // gates: sigmoid(a_h . x + b_h) per head and position, from the attention input x = ln1

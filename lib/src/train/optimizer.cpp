@@ -1,6 +1,7 @@
 // AdamW, schedule and clipping (SPEC §3, "Training").
 #include "attnlab/train/optimizer.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace attnlab {
@@ -15,14 +16,31 @@ double learning_rate(const train_config& cfg, int step) {
     return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1.0 + std::cos(pi * progress));
 }
 
+namespace {
+// Elementwise loops go parallel above this size. The norm sums fixed chunks
+// and then the chunk sums in order, so it does not depend on the threads.
+constexpr long parallel_threshold = 1L << 15;
+constexpr long norm_chunk = 1L << 12;
+}  // namespace
+
 template <class T>
 double clip_grad_norm(std::vector<T>& grads, double max_norm) {
+    const long n = static_cast<long>(grads.size()), chunks = (n + norm_chunk - 1) / norm_chunk;
+    std::vector<double> partial(chunks, 0.0);
+#pragma omp parallel for schedule(static) if (n > parallel_threshold)
+    for (long c = 0; c < chunks; ++c) {
+        double ss = 0;
+        for (long i = c * norm_chunk; i < std::min(n, (c + 1) * norm_chunk); ++i)
+            ss += static_cast<double>(grads[i]) * grads[i];
+        partial[c] = ss;
+    }
     double ss = 0;
-    for (T g : grads) ss += static_cast<double>(g) * g;
+    for (double p : partial) ss += p;
     const double norm = std::sqrt(ss);
     if (max_norm > 0 && std::isfinite(norm) && norm > max_norm) {
         const T scale = static_cast<T>(max_norm / norm);
-        for (T& g : grads) g *= scale;
+#pragma omp parallel for schedule(static) if (n > parallel_threshold)
+        for (long i = 0; i < n; ++i) grads[i] *= scale;
     }
     return norm;
 }
@@ -44,7 +62,9 @@ void adamw<T>::step(std::vector<T>& params, const std::vector<T>& grads, double 
         const T* g = grads.data() + t.offset;
         T* m = m_.data() + t.offset;
         T* v = v_.data() + t.offset;
-        for (std::size_t i = 0; i < t.size; ++i) {
+        const long n = static_cast<long>(t.size);
+#pragma omp parallel for schedule(static) if (n > parallel_threshold)
+        for (long i = 0; i < n; ++i) {
             m[i] = b1 * m[i] + (T(1) - b1) * g[i];
             v[i] = b2 * v[i] + (T(1) - b2) * g[i] * g[i];
             // p -= lr * (m_hat / (sqrt(v_hat) + eps) + wd * p)

@@ -100,8 +100,7 @@ private:
 
     struct layer_acts {
         std::vector<T> ln1, rstd1;           // (N, C), (N)
-        std::vector<T> q_raw, k_raw;         // (N, C) before rope (rope only)
-        std::vector<T> q, k, v;              // (N, C)
+        std::vector<T> q, k, v;              // (N, C), q and k after rope
         std::vector<T> g_in, g_out;          // (N, NH) gates in (0, 1) (when used)
         attention_cache<T> att_cache;
         std::vector<T> att;                  // (N, C) head outputs, before o

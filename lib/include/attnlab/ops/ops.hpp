@@ -42,7 +42,7 @@ struct rope_tables {
     std::vector<T> cos, sin;  // (max_T, HS/2)
     rope_tables(int max_T, int HS);
 };
-// out (N, C) = rope(inp) per head
+// out (N, C) = rope(inp) per head (out may be inp)
 template <class T>
 void rope_forward(T* out, const T* inp, const rope_tables<T>& tab, int B, int Tn, int NH, int HS);
 template <class T>
