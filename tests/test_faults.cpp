@@ -261,6 +261,9 @@ TEST_CASE("SIGINT or SIGTERM mid-run saves the run's state; the next run resumes
     CHECK(rows_when_stopped < full_metrics_lines);
     const auto done_files = snapshot(done_run);
     CHECK(temporaries(res).empty());
+    const auto sum = run_cli({"summarize", res.string()}, tmp.path());
+    CHECK(sum.code == 1);
+    CHECK_THAT(sum.err, Contains("missing run seed=1: stopped mid-way: resume.state saved"));
 
     // Again: the finished run is skipped, the stopped one goes on from its step.
     const auto second = run_cli(cmd, tmp.path());

@@ -19,6 +19,7 @@
 
 #include "attnlab/io/files.hpp"
 #include "attnlab/run/summary.hpp"
+#include "attnlab/train/checkpoint.hpp"
 #include "attnlab/util/error.hpp"
 
 namespace attnlab {
@@ -121,7 +122,11 @@ std::string unfinished_reason(const std::string& run_dir, const std::string& con
         if (read_file(run_dir + "/config.yaml") != config_yaml)
             return "config.yaml differs from the spec's (trained with another spec or --set)";
         const auto r = read_run_result(run_dir + "/result.yaml");
-        if (!r) return "unfinished: no result.yaml (interrupted or killed)";
+        if (!r) {
+            if (fs::exists(run_dir + "/" + resume_filename, ec))
+                return std::string("stopped mid-way: ") + resume_filename + " saved, `attnlab run` resumes it";
+            return "unfinished: no result.yaml (interrupted or killed)";
+        }
         if (r->status == run_status::interrupted) return "interrupted";
     } catch (const io_error& e) {
         return e.what();

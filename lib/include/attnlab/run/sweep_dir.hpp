@@ -6,7 +6,8 @@
 //   overrides.yaml  the --set overrides as a YAML list of strings: what `summarize` re-applies
 //   summary.csv, table.md            the whole sweep (run without --shard, or `attnlab summarize`)
 //   shards/<I>-of-<N>/summary.csv, table.md   the runs of one shard
-//   runs/<run_id>/  config.yaml, metrics.csv, model.safetensors, result.yaml, .lock
+//   runs/<run_id>/  config.yaml, metrics.csv, model.safetensors, result.yaml, .lock,
+//                   resume.state (a run stopped mid-way; see runner.hpp)
 //
 // A run is done when its result.yaml exists beside a config.yaml equal to the
 // one the spec gives it; result.yaml is written last, atomically, so no
@@ -37,7 +38,8 @@ experiment_spec load_spec_as_run(const std::string& dir);
 std::optional<run_result> finished_run_result(const std::string& run_dir, const std::string& config_yaml);
 
 // Why a run is not done, for messages: "not started", "in progress or
-// killed (no result.yaml)", "config.yaml differs from the spec", ...
+// killed (no result.yaml)", "stopped mid-way: resume.state saved ...",
+// "config.yaml differs from the spec", ...
 std::string unfinished_reason(const std::string& run_dir, const std::string& config_yaml);
 
 // Exclusive right to write one run directory, between processes: flock(2) on
