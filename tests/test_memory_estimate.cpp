@@ -87,19 +87,23 @@ TEST_CASE("memory estimate: every term equals a hand count for a small config", 
     const std::size_t P = 256 + 16 + 4 * 256 + 16 + 3 * 768 + 16 + 256;
     CHECK(P == 3888);
     CHECK(e.params == P * 4);
-    // x_ 2 x 512; layer: ln1 512 + rstd1 32, q_raw k_raw 1024, q k v 1536, att mid 1024,
+    // x_ 2 x 512; layer: ln1 512 + rstd1 32, q k v 1536, att mid 1024,
     // ln2 512 + rstd2 32, fc_up act 3072, fc_gate 1536; lnf 512 + 32; lnf_ans 512;
     // logits probs 2 x 32x16; losses 32 (floats) + ans_rows, ans_tgt, ans_pred 3 x 32 (int32)
-    const std::size_t layer = 544 + 1024 + 1536 + 1024 + 544 + 3072 + 1536;
+    const std::size_t layer = 544 + 1536 + 1024 + 544 + 3072 + 1536;
     CHECK(e.activations == (1024 + layer + 544 + 512 + 1024 + 32) * 4 + 3 * 32 * 4);
     // 8 (b, h) pairs: wsum 8x8, numer 8x8x8, min_abs 8 floats; nonpositive 8 longs
     CHECK(e.attention == (64 + 512 + 8) * 4 + 8 * sizeof(long));
     // dres dln dq dk dv datt 6 x 512, dq_raw dk_raw 1024, dfc_* 3 x 1536, dg_* 3 x 64,
-    // dlnf_ans 512, dlogits 512, rope cos/sin 2 x 8x4 (floats); test set 16x8, batch 4x8 (tokens and targets, int32)
-    CHECK(e.scratch == (3072 + 1024 + 4608 + 192 + 512 + 512 + 64) * 4 + (16 * 8 + 4 * 8) * 2 * 4);
+    // dlnf_ans 512, dlogits 512, rope cos/sin 2 x 8x4 (floats); test set 16x8, batch 4x8 (tokens and
+    // targets, int32); the gradient norm's one chunk sum (a double)
+    CHECK(e.scratch == (3072 + 1024 + 4608 + 192 + 512 + 512 + 64) * 4 + (16 * 8 + 4 * 8) * 2 * 4 + 8);
     // attention scratch of one thread: S W dW 3 x 64x8 (a block of 64 rows), Vg dU dVg dFq dFk 5 x 8x8, dz 8, row 8
     CHECK(e.per_thread == (3 * 512 + 5 * 64 + 8 + 8) * 4);
-    CHECK(estimate_training_memory(c, 3).per_thread == 3 * e.per_thread);
+    // 3 threads: 3 shards of the batch of 4, each with its attention scratch, shards 1 and 2 with a gradient buffer
+    CHECK(estimate_training_memory(c, 3).per_thread == 3 * e.per_thread + 2 * P * 4);
+    // never more shards than sequences
+    CHECK(estimate_training_memory(c, 8).per_thread == 4 * e.per_thread + 3 * P * 4);
     CHECK(e.total() == e.params + e.grads + e.optimizer + e.activations + e.attention + e.scratch + e.per_thread);
 
     // What the variant adds: feature maps keep phi(q), phi(k); gates a value per head and row.
@@ -149,10 +153,12 @@ TEST_CASE("memory estimate against the peak memory of the binary training one st
                "\n  attention: {numerator: exp, denominator: softmax}\n  train: {steps: 2, batch: " +
                std::to_string(batch) + ", lr: 1.0e-3, warmup: 1, eval_every: 1}\n";
     };
-    auto peak_kib = [&](const std::string& name, const std::string& text) {
+    auto peak_kib = [&](const std::string& name, const std::string& text, int threads) {
         const fs::path spec = tmp / (name + ".yaml");
         write_text(spec, text);
-        const child c = spawn({"run", spec.string(), "--out", (tmp / name).string(), "--threads", "1"}, tmp.path());
+        const child c = spawn({"run", spec.string(), "--out", (tmp / name).string(), "--threads",
+                               std::to_string(threads)},
+                              tmp.path());
         int status = 0;
         struct rusage ru {};
         REQUIRE(::wait4(c.pid, &status, 0, &ru) == c.pid);
@@ -165,15 +171,19 @@ TEST_CASE("memory estimate against the peak memory of the binary training one st
     const std::string big_task = "{kind: lookup, vocab: 256, seq_len: 128, pairs: 8, test_examples: 64}";
     const std::string big_model = "{layers: 2, d_model: 128, heads: 4}";
     const std::string tiny_text = spec_text(tiny_task, tiny_model, 4), big_text = spec_text(big_task, big_model, 32);
-    const double base = peak_kib("tiny", tiny_text), big = peak_kib("big", big_text);
-    const auto estimate = [](const std::string& text) {
-        return static_cast<double>(estimate_training_memory(parse_spec(text, "mem.yaml").runs[0].config, 1).total());
-    };
-    const double measured = (big - base) * 1024, estimated = estimate(big_text) - estimate(tiny_text);
-    const double ratio = measured / estimated;
-    INFO("peak RSS growth " << format_bytes(measured) << ", estimate " << format_bytes(estimated) << ": ratio "
-                            << ratio);
-    // The guard must not promise less than a run takes, nor refuse runs that would fit by far.
-    CHECK(ratio <= 1.15);
-    CHECK(ratio >= 0.5);
+    for (const int threads : {1, 2}) {
+        const std::string n = std::to_string(threads);
+        const double base = peak_kib("tiny" + n, tiny_text, threads), big = peak_kib("big" + n, big_text, threads);
+        const auto estimate = [&](const std::string& text) {
+            return static_cast<double>(
+                estimate_training_memory(parse_spec(text, "mem.yaml").runs[0].config, threads).total());
+        };
+        const double measured = (big - base) * 1024, estimated = estimate(big_text) - estimate(tiny_text);
+        const double ratio = measured / estimated;
+        INFO(threads << " threads: peak RSS growth " << format_bytes(measured) << ", estimate "
+                     << format_bytes(estimated) << ": ratio " << ratio);
+        // The guard must not promise less than a run takes, nor refuse runs that would fit by far.
+        CHECK(ratio <= 1.15);
+        CHECK(ratio >= 0.5);
+    }
 }

@@ -54,8 +54,7 @@ memory_estimate estimate_training_memory(const run_config& cfg, int threads) {
     act += (L + 1) * NC;  // x_: L + 1 residual streams
     sz per_layer = 0;     // acts_[l]:
     per_layer += NC + N;                  // ln1, rstd1
-    if (rope) per_layer += 2 * NC;        // q_raw, k_raw
-    per_layer += 3 * NC;                  // q, k, v
+    per_layer += 3 * NC;                  // q, k, v (q and k rotated in place with RoPE)
     if (in_gate) per_layer += NG;         // g_in
     if (out_gate) per_layer += NG;        // g_out
     per_layer += 2 * NC;                  // att, mid
@@ -98,14 +97,20 @@ memory_estimate estimate_training_memory(const run_config& cfg, int threads) {
     e.scratch += static_cast<sz>(std::max(t.test_examples, 0)) * test_T * ids;
     e.scratch += static_cast<sz>(std::max(t.train_examples, 0)) * train_T * ids;
     e.scratch += B * train_T * ids;
+    // clip_grad_norm (optimizer.cpp): one double per chunk of 4096 gradients.
+    e.scratch += (P + 4095) / 4096 * sizeof(double);
 
-    // attention_layer::forward and ::backward: one attention_scratch per OpenMP
-    // thread of their parallel region (forward's is freed before backward
-    // makes its own), attention_scratch::resize(T, HS): S, W, dW (block_rows, T);
-    // Vg, dU, dVg, dFq, dFk (T, HS), whatever the variant; dz (T); row (HS).
+    // Data parallelism (transformer::plan_shards): the batch is split into
+    // S = min(threads, B) shards of whole sequences, one per OpenMP thread.
+    // Each shard has its attention_scratch (scratch_[s], resized by
+    // attention_scratch::resize(T, HS)): S, W, dW (block_rows, T); Vg, dU,
+    // dVg, dFq, dFk (T, HS), whatever the variant; dz (T); row (HS). Shards
+    // 1.. accumulate their gradients in their own buffer of P floats
+    // (shard_grads_), summed into grads after the backward.
+    const sz shards = std::min(static_cast<sz>(std::max(threads, 1)), B);
     const sz block = static_cast<sz>(attention_scratch<float>::block_rows) * T;
-    const sz thread = 3 * block + 5 * T * HS + T + HS;
-    e.per_thread = static_cast<sz>(std::max(threads, 1)) * thread * f;
+    const sz attention_scratch_floats = 3 * block + 5 * T * HS + T + HS;
+    e.per_thread = (shards * attention_scratch_floats + (shards - 1) * P) * f;
     return e;
 }
 

@@ -4,9 +4,10 @@
 // The estimate mirrors, buffer by buffer, what train_run allocates for float
 // training: transformer<float>'s parameters, gradients and activation buffers
 // (transformer::reserve for batch x max(train T, test T)), the attention
-// caches (attention_layer::init_cache), attention's per-thread scratch
-// (attention_scratch: a row block of scores and weights), AdamW's two moments
-// and the task's data (test set, training pool, one batch). It leaves out what does not grow with the run: the program, its
+// caches (attention_layer::init_cache), the per-thread buffers of the
+// data-parallel passes (attention_scratch: a row block of scores and
+// weights; a gradient buffer per extra thread), AdamW's two moments and the
+// task's data (test set, training pool, one batch). It leaves out what does not grow with the run: the program, its
 // libraries, thread stacks and Eigen's small product blocking buffers (a few
 // MiB in all). When those buffers change (lib/src/model/transformer.cpp,
 // lib/src/attention/attention.cpp, lib/src/train/optimizer.cpp), change the
@@ -26,11 +27,13 @@ struct memory_estimate {
     std::size_t activations = 0;  // transformer::reserve: residual streams, per-layer activations, head and loss
     std::size_t attention = 0;    // every layer's attention_cache: sums, numerators, features
     std::size_t scratch = 0;      // backward scratch of the model, RoPE tables, the task's data
-    std::size_t per_thread = 0;   // attention's per-thread scratch, times the thread count
+    std::size_t per_thread = 0;   // per data-parallel shard (one per thread, at most one per sequence of
+                                  // the batch): attention scratch, and a gradient buffer for all but the first
     std::size_t total() const { return params + grads + optimizer + activations + attention + scratch + per_thread; }
 };
 
 // Bytes to train `cfg` in float with `threads` OpenMP threads (threads < 1 counts as 1).
+// The estimate grows with the thread count: per_thread is the only term that does.
 memory_estimate estimate_training_memory(const run_config& cfg, int threads);
 
 }  // namespace attnlab
