@@ -144,13 +144,13 @@ TEST_CASE("sizes: --max-memory values and their display", "[memory_estimate]") {
 }
 
 TEST_CASE("memory estimate against the peak memory of the binary training one step", "[memory_estimate]") {
-    // Peak RSS (wait4's ru_maxrss) of `attnlab run` with 2 steps of a model
+    // Peak RSS (wait4's ru_maxrss) of `attnlab run` with 1 step of a model
     // whose buffers are large, less that of a tiny model (the program, its
     // libraries, threads): the growth the estimate describes.
     temp_dir tmp;
     auto spec_text = [](const std::string& task, const std::string& model, int batch) {
         return std::string("name: mem\nbase:\n  seed: 0\n  task: ") + task + "\n  model: " + model +
-               "\n  attention: {numerator: exp, denominator: softmax}\n  train: {steps: 2, batch: " +
+               "\n  attention: {numerator: exp, denominator: softmax}\n  train: {steps: 1, batch: " +
                std::to_string(batch) + ", lr: 1.0e-3, warmup: 1, eval_every: 1}\n";
     };
     auto peak_kib = [&](const std::string& name, const std::string& text, int threads) {
@@ -168,7 +168,7 @@ TEST_CASE("memory estimate against the peak memory of the binary training one st
     };
     const std::string tiny_task = "{kind: lookup, vocab: 16, seq_len: 8, pairs: 2, test_examples: 16}";
     const std::string tiny_model = "{layers: 1, d_model: 16, heads: 2}";
-    const std::string big_task = "{kind: lookup, vocab: 256, seq_len: 128, pairs: 8, test_examples: 64}";
+    const std::string big_task = "{kind: lookup, vocab: 256, seq_len: 128, pairs: 8, test_examples: 32}";
     const std::string big_model = "{layers: 2, d_model: 128, heads: 4}";
     const std::string tiny_text = spec_text(tiny_task, tiny_model, 4), big_text = spec_text(big_task, big_model, 32);
     for (const int threads : {1, 2}) {
