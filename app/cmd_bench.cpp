@@ -2,18 +2,85 @@
 // sequence grows, exp with its key/value cache against recurrent variants.
 // Writes DIR/generate.csv and prints the report (see generate_bench.hpp);
 // bench/plot_generate.py draws the plot.
+// attnlab bench train: training throughput against the PyTorch reference,
+// GFLOP/s against a matmul probe, peak memory and time per op
+// (train_bench.hpp).
+#include <stdlib.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 
 #include <spdlog/spdlog.h>
 
 #include "attnlab/bench/generate_bench.hpp"
+#include "attnlab/bench/train_bench.hpp"
+#include "attnlab/spec/spec.hpp"
 #include "attnlab/io/files.hpp"
 #include "attnlab/run/runner.hpp"
 #include "attnlab/util/error.hpp"
 #include "commands.hpp"
 
 namespace attnlab::cli {
+
+namespace {
+
+void add_bench_train(CLI::App& bench, action& chosen) {
+    auto* cmd = bench.add_subcommand("train", "Training throughput of attnlab and the PyTorch reference side by side, "
+                                               "GFLOP/s, peak memory, time per op");
+    auto spec = std::make_shared<std::string>();
+    auto config = std::make_shared<std::string>();
+    auto overrides = std::make_shared<std::vector<std::string>>();
+    auto opt = std::make_shared<train_bench_options>();
+    opt->torch_script = std::string(ATTNLAB_SOURCE_DIR) + "/reference/bench_torch.py";
+    auto no_torch = std::make_shared<bool>(false);
+    cmd->add_option("SPEC", *spec, "Spec whose first run's model, attention, task and batch are timed")->type_name("SPEC");
+    cmd->add_option("--config", *config, "A built-in configuration instead of a spec: quickstart or larger")
+        ->type_name("NAME");
+    cmd->add_option("--set", *overrides, "Override a dotted key, e.g. --set attention.numerator=taylor")
+        ->type_name("KEY=VALUE");
+    cmd->add_option("--threads", opt->threads, "Thread settings to time, each side")->capture_default_str()
+        ->check(CLI::Range(1, 256));
+    cmd->add_option("--steps", opt->steps, "Timed steps per repeat")->capture_default_str()->check(CLI::Range(1, 100000));
+    cmd->add_option("--repeats", opt->repeats, "Repeats per round, side and thread setting")->capture_default_str()
+        ->check(CLI::Range(1, 1000));
+    cmd->add_option("--rounds", opt->rounds, "Alternating rounds of both sides")->capture_default_str()
+        ->check(CLI::Range(1, 100));
+    cmd->add_option("--warmup", opt->warmup, "Untimed steps before each side's repeats")->capture_default_str()
+        ->check(CLI::Range(0, 1000));
+    cmd->add_flag("--no-torch", *no_torch, "Time attnlab only");
+    cmd->add_option("--python", opt->python, "Python with torch and numpy")->capture_default_str();
+    cmd->add_option("--torch-script", opt->torch_script, "The PyTorch side")->capture_default_str();
+    cmd->callback([=, &chosen] {
+        chosen = [=] {
+            if (spec->empty() == config->empty())
+                throw config_error("bench train: give a SPEC or --config quickstart|larger (one of them)");
+            train_bench_options o = *opt;
+            const experiment_spec e = spec->empty()
+                                          ? parse_spec(bench_config_yaml(*config), "<config " + *config + ">", *overrides)
+                                          : load_spec(*spec, *overrides);
+            o.config = e.runs.front().config;
+            o.label = spec->empty() ? *config : *spec;
+            if (e.runs.size() > 1) spdlog::info("bench train: timing the first of {} runs ({})", e.runs.size(), e.runs.front().id);
+            o.torch = !*no_torch;
+            std::string dir = (std::filesystem::temp_directory_path() / "attnlab-bench-XXXXXX").string();
+            if (!mkdtemp(dir.data())) throw std::runtime_error("cannot create a temporary directory in " + dir);
+            o.work_dir = dir;
+            train_bench_result result;
+            try {
+                result = run_train_bench(o, [](const std::string& line) { spdlog::info("{}", line); });
+            } catch (...) {
+                std::filesystem::remove_all(dir);
+                throw;
+            }
+            std::filesystem::remove_all(dir);
+            std::cout << format_train_bench(result);
+            return exit_ok;
+        };
+    });
+}
+
+}  // namespace
 
 void add_bench(CLI::App& app, action& chosen) {
     auto* bench = app.add_subcommand("bench", "Benchmarks");
@@ -47,6 +114,7 @@ void add_bench(CLI::App& app, action& chosen) {
             return exit_ok;
         };
     });
+    add_bench_train(*bench, chosen);
 }
 
 }  // namespace attnlab::cli

@@ -78,13 +78,15 @@ TEST_CASE("data-parallel shards: same loss, predictions and gradients for any th
     // B 5 splits unevenly (2+3, 1+2+2); answer rows are uneven across
     // sequences; the rmsnorm denominator and the gates have parameters whose
     // gradients sum over heads and shards.
-    const int V = 9, B = 5, T = 6;
+    const int V = 9, B = 5, T = 64;  // enough work for a shard per sequence (min_shard_work)
     attention_config a;
     a.numerator = numerator_kind::taylor;
     a.order = 2;
     a.denominator = denominator_kind::rmsnorm;
     a.in_gate = a.out_gate = true;
-    transformer<double> model(micro_model(), a, V, T);
+    model_config m = micro_model();
+    m.d_model = 128;
+    transformer<double> model(m, a, V, T);
     model.init_params(7);
     rng r(3);
     std::vector<std::int32_t> tokens(B * T), targets(B * T, no_target);
@@ -97,6 +99,7 @@ TEST_CASE("data-parallel shards: same loss, predictions and gradients for any th
         model.zero_grad();
         const double loss = model.forward(tokens.data(), targets.data(), B, T);
         const auto pred = model.predictions();
+        CHECK(model.shard_count() == std::min(threads, B));
         model.backward();
         return std::make_tuple(loss, pred, model.grads);
     };

@@ -2,6 +2,8 @@
 // derivative (derivations beside each backward).
 #include "attnlab/attention/variants.hpp"
 
+#include <Eigen/Core>
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -9,6 +11,11 @@
 namespace attnlab {
 
 namespace {
+
+template <class T>
+using array_map = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <class T>
+using const_array_map = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 
 // ---- score kernels: w = f(s) ----
 
@@ -26,7 +33,7 @@ public:
         : subtract_row_max_(subtract_row_max), max_is_constant_(max_is_constant) {}
     void forward_row(T* w, const T* s, int n) const override {
         const T m = subtract_row_max_ ? *std::max_element(s, s + n) : T(0);
-        for (int j = 0; j < n; ++j) w[j] = std::exp(s[j] - m);
+        array_map<T>(w, n) = (const_array_map<T>(s, n) - m).exp();  // Eigen's vectorised exp
     }
     void backward_row(T* ds, const T* dw, const T* s, const T* w, int n) const override {
         T through_max = 0;
@@ -41,12 +48,15 @@ private:
     bool subtract_row_max_, max_is_constant_;
 };
 
-// sum_{m=0..n} s^m / m! by Horner's rule: 1 + s(1 + s/2(1 + ... (1 + s/n))).
+// w (n) = sum_{m=0..order} s^m / m! by Horner's rule, 1 + s(1 + s/2(1 + ... (1 + s/order))),
+// one pass over the row per order (the inner loop vectorises).
 template <class T>
-T taylor_exp(T s, int n) {
-    T w = 1;
-    for (int m = n; m >= 1; --m) w = T(1) + w * s / T(m);
-    return w;
+void taylor_exp_row(T* w, const T* s, int n, int order) {
+    std::fill(w, w + n, T(1));
+    for (int m = order; m >= 1; --m) {
+        const T inv_m = T(1) / T(m);
+        for (int j = 0; j < n; ++j) w[j] = T(1) + w[j] * s[j] * inv_m;
+    }
 }
 
 // Taylor polynomial of exp of order n; its derivative is the polynomial of order n-1.
@@ -54,11 +64,14 @@ template <class T>
 class taylor_kernel final : public score_kernel<T> {
 public:
     explicit taylor_kernel(int order) : order_(order) {}
-    void forward_row(T* w, const T* s, int n) const override {
-        for (int j = 0; j < n; ++j) w[j] = taylor_exp(s[j], order_);
-    }
+    void forward_row(T* w, const T* s, int n) const override { taylor_exp_row(w, s, n, order_); }
     void backward_row(T* ds, const T* dw, const T* s, const T*, int n) const override {
-        for (int j = 0; j < n; ++j) ds[j] = dw[j] * taylor_exp(s[j], order_ - 1);
+        // ds may alias dw: the derivative goes in first, then the product.
+        for (int j = 0; j < n; ++j) {
+            T p = 1;
+            for (int m = order_ - 1; m >= 1; --m) p = T(1) + p * s[j] / T(m);
+            ds[j] = dw[j] * p;
+        }
     }
 
 private:

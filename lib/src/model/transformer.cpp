@@ -21,9 +21,22 @@ namespace attnlab {
 namespace {
 constexpr double rmsnorm_eps = 1e-6;
 constexpr std::uint64_t init_stream = 3;  // derive_seed stream of parameter init
+// Activation elements (rows x d_model) a data-parallel shard must have at
+// least: a tiny model (the gradient checks' B 2, T 5, d 8) runs on one thread.
+constexpr long min_shard_work = 1L << 13;
 
 template <class T>
 void zero(T* p, std::size_t n) { std::fill(p, p + n, T(0)); }
+
+#ifdef ATTNLAB_OPENBLAS
+extern "C" void openblas_set_num_threads(int);
+// The model calls the products from its own data-parallel threads: OpenBLAS
+// must not start threads of its own inside them.
+const bool openblas_single_threaded = [] {
+    openblas_set_num_threads(1);
+    return true;
+}();
+#endif
 
 using op_clock = std::chrono::steady_clock;
 
@@ -124,7 +137,9 @@ template <class T>
 void transformer<T>::plan_shards(int B) {
     // The recurrent form (evaluation only) keeps one state per (b, h) and
     // parallelises over them itself: one shard.
-    const int P = recurrent_ ? 1 : std::max(1, std::min(omp_get_max_threads(), B));
+    // Below min_shard_work per thread the threads cost more than they save.
+    const int by_work = static_cast<int>(static_cast<long>(B) * T_ * C_ / min_shard_work);
+    const int P = recurrent_ ? 1 : std::max(1, std::min({omp_get_max_threads(), B, by_work}));
     shards_.assign(P, shard{});
     if (static_cast<int>(scratch_.size()) < P) scratch_.resize(P);
     if (static_cast<int>(shard_grads_.size()) < P - 1) shard_grads_.resize(P - 1);

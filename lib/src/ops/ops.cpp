@@ -2,6 +2,7 @@
 // beside each backward; all backwards accumulate into their outputs.
 #include "attnlab/ops/ops.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -10,6 +11,11 @@
 namespace attnlab {
 
 namespace {
+template <class T>
+using array_map = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <class T>
+using const_array_map = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+
 // Row-wise loops go parallel only when the work pays for the threads.
 constexpr long parallel_threshold = 1L << 15;
 }  // namespace
@@ -169,22 +175,35 @@ void rope_backward(T* dinp, const T* dout, const rope_tables<T>& tab, int B, int
 template <class T>
 static inline T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
 
+// Elementwise over [i0, i1) with Eigen arrays (vectorised exp); the rows of
+// a parallel loop are split into chunks of this many elements.
+constexpr long elementwise_chunk = 1L << 12;
+
 template <class T>
 void swiglu_forward(T* out, const T* gate, const T* up, int N, int F) {
-    const long n = static_cast<long>(N) * F;
+    const long n = static_cast<long>(N) * F, chunks = (n + elementwise_chunk - 1) / elementwise_chunk;
 #pragma omp parallel for if (n > parallel_threshold)
-    for (long i = 0; i < n; ++i) out[i] = gate[i] * sigmoid(gate[i]) * up[i];
+    for (long c = 0; c < chunks; ++c) {
+        const long i0 = c * elementwise_chunk, len = std::min(elementwise_chunk, n - i0);
+        const auto g = const_array_map<T>(gate + i0, len);
+        array_map<T>(out + i0, len) = g / (T(1) + (-g).exp()) * const_array_map<T>(up + i0, len);
+    }
 }
 
 // silu(g) = g s(g); silu'(g) = s(g) (1 + g (1 - s(g))).
 template <class T>
 void swiglu_backward(T* dgate, T* dup, const T* dout, const T* gate, const T* up, int N, int F) {
-    const long n = static_cast<long>(N) * F;
+    const long n = static_cast<long>(N) * F, chunks = (n + elementwise_chunk - 1) / elementwise_chunk;
 #pragma omp parallel for if (n > parallel_threshold)
-    for (long i = 0; i < n; ++i) {
-        const T g = gate[i], s = sigmoid(g);
-        dup[i] += dout[i] * g * s;
-        dgate[i] += dout[i] * up[i] * s * (T(1) + g * (T(1) - s));
+    for (long c = 0; c < chunks; ++c) {
+        const long i0 = c * elementwise_chunk, len = std::min(elementwise_chunk, n - i0);
+        const auto g = const_array_map<T>(gate + i0, len);
+        const auto d = const_array_map<T>(dout + i0, len);
+        T sig[elementwise_chunk];
+        auto s = array_map<T>(sig, len);
+        s = T(1) / (T(1) + (-g).exp());
+        array_map<T>(dup + i0, len) += d * g * s;
+        array_map<T>(dgate + i0, len) += d * const_array_map<T>(up + i0, len) * s * (T(1) + g * (T(1) - s));
     }
 }
 
@@ -211,7 +230,7 @@ void gelu_backward(T* dinp, const T* dout, const T* inp, long n) {
 
 template <class T>
 void sigmoid_forward(T* out, const T* inp, long n) {
-    for (long i = 0; i < n; ++i) out[i] = sigmoid(inp[i]);
+    array_map<T>(out, n) = T(1) / (T(1) + (-const_array_map<T>(inp, n)).exp());
 }
 
 template <class T>

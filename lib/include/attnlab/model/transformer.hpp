@@ -64,6 +64,9 @@ public:
     void backward();
     void zero_grad();
 
+    // Threads (batch shards) the last forward ran on.
+    int shard_count() const { return static_cast<int>(shards_.size()); }
+
     // Per-op wall time of forward and backward, measured on thread 0's shard
     // (every shard does the same work). Off by default: timing costs a clock
     // read per op.

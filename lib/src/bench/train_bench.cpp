@@ -1,0 +1,370 @@
+// attnlab bench train (train_bench.hpp).
+#include "attnlab/bench/train_bench.hpp"
+
+#include <Eigen/Dense>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <spdlog/fmt/fmt.h>
+
+#include "attnlab/io/files.hpp"
+#include "attnlab/model/transformer.hpp"
+#include "attnlab/run/runner.hpp"
+#include "attnlab/tasks/task.hpp"
+#include "attnlab/train/optimizer.hpp"
+#include "attnlab/util/error.hpp"
+#include "attnlab/util/subprocess.hpp"
+
+namespace attnlab {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+double seconds_since(clock_type::time_point t0) {
+    return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+double median_of(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// /proc/self/status field in kB, as bytes.
+std::size_t proc_status_bytes(const std::string& field) {
+    std::ifstream f("/proc/self/status");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.rfind(field + ":", 0) == 0) return std::stoull(line.substr(field.size() + 1)) * 1024;
+    return 0;
+}
+
+// Resets VmHWM to the current RSS (Linux >= 4.0); false if not possible.
+bool reset_peak_rss() {
+    std::ofstream f("/proc/self/clear_refs");
+    f << "5";
+    return static_cast<bool>(f.flush());
+}
+
+const char* const quickstart_yaml = R"(name: bench-quickstart
+base:
+  task: {kind: lookup, vocab: 128, seq_len: 64, pairs: 8, test_examples: 16}
+  model: {layers: 2, d_model: 64, heads: 2, mlp: swiglu, position: rope}
+  attention: {numerator: exp, denominator: softmax}
+  train: {steps: 100, batch: 32, lr: 1.0e-3, warmup: 10, weight_decay: 0.1, clip: 1.0}
+)";
+
+const char* const larger_yaml = R"(name: bench-larger
+base:
+  task: {kind: lookup, vocab: 512, seq_len: 256, pairs: 32, test_examples: 16}
+  model: {layers: 4, d_model: 256, heads: 4, mlp: swiglu, position: rope}
+  attention: {numerator: exp, denominator: softmax}
+  train: {steps: 100, batch: 16, lr: 1.0e-3, warmup: 10, weight_decay: 0.1, clip: 1.0}
+)";
+
+std::string variant_name(const attention_config& a) {
+    std::string s = to_string(a.numerator);
+    if (a.numerator == numerator_kind::taylor) s += std::to_string(a.order);
+    return s + "/" + to_string(a.denominator);
+}
+
+// The config as the JSON bench_torch.py reads.
+std::string torch_config_json(const run_config& c, int vocab, int Tn) {
+    return fmt::format(
+        R"({{"layers": {}, "d_model": {}, "heads": {}, "vocab": {}, "seq_len": {}, "position": "{}", "mlp": "{}", )"
+        R"("numerator": "{}", "order": {}, "denominator": "{}", "eps": {}}})",
+        c.model.layers, c.model.d_model, c.model.heads, vocab, Tn, to_string(c.model.position), to_string(c.model.mlp),
+        to_string(c.attention.numerator), c.attention.order, to_string(c.attention.denominator), c.attention.eps);
+}
+
+void write_batch_file(const std::string& path, const batch& b) {
+    std::string bytes;
+    auto put = [&](std::int32_t v) { bytes.append(reinterpret_cast<const char*>(&v), sizeof v); };
+    put(b.B);
+    put(b.T);
+    for (auto t : b.tokens) put(t);
+    for (auto t : b.targets) put(t);
+    write_file_atomic(path, bytes);
+}
+
+// One training step as the trainer does it (without the data and metrics).
+struct attnlab_stepper {
+    transformer<float> model;
+    adamw<float> opt;
+    const batch& data;
+    attnlab_stepper(const run_config& c, int vocab, const batch& b)
+        : model(c.model, c.attention, vocab, b.T), opt(model.layout(), c.train.weight_decay), data(b) {
+        model.init_params(0);
+        model.reserve(b.B, b.T);
+    }
+    double step() {
+        model.zero_grad();
+        const double loss = model.forward(data.tokens.data(), data.targets.data(), data.B, data.T);
+        model.backward();
+        clip_grad_norm(model.grads, 1.0);
+        opt.step(model.params, model.grads, 1e-3);
+        return loss;
+    }
+};
+
+// Parses {"threads": N, "tokens_per_s": [...], ...} from bench_torch.py.
+std::vector<double> parse_tokens_per_s(const std::string& json) {
+    const auto key = json.find("\"tokens_per_s\"");
+    if (key == std::string::npos) throw std::runtime_error("no tokens_per_s in its output");
+    const auto open = json.find('[', key), close = json.find(']', key);
+    if (open == std::string::npos || close == std::string::npos) throw std::runtime_error("bad tokens_per_s list");
+    std::vector<double> out;
+    std::stringstream list(json.substr(open + 1, close - open - 1));
+    std::string item;
+    while (std::getline(list, item, ',')) out.push_back(std::stod(item));
+    return out;
+}
+
+std::string last_line(const std::string& text) {
+    std::string t = text;
+    while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
+    const auto nl = t.rfind('\n');
+    return nl == std::string::npos ? t : t.substr(nl + 1);
+}
+
+std::string human_bytes(double b) { return fmt::format("{:.1f} MiB", b / (1024.0 * 1024.0)); }
+
+}  // namespace
+
+std::vector<std::string> bench_config_names() { return {"quickstart", "larger"}; }
+
+std::string bench_config_yaml(const std::string& name) {
+    if (name == "quickstart") return quickstart_yaml;
+    if (name == "larger") return larger_yaml;
+    throw config_error("--config: unknown configuration '" + name + "', expected quickstart or larger");
+}
+
+double side_timing::median() const { return median_of(tokens_per_s); }
+
+flop_count training_flops(const run_config& c, int vocab, int B, int Tn, int answers) {
+    const double N = static_cast<double>(B) * Tn, C = c.model.d_model, F = resolved_mlp_hidden(c.model);
+    const double NH = c.model.heads, HS = C / NH;
+    const double pairs = B * NH * Tn * (Tn + 1.0) / 2.0;  // causal (t, j <= t) per head
+    double layer = 2 * N * C * C * 4;                     // q, k, v, o
+    layer += 2 * pairs * HS * 2;                          // scores (or feature products) and w v
+    if (c.attention.in_gate) layer += 2 * N * C * NH;
+    if (uses_out_gate(c.attention)) layer += 2 * N * C * NH;
+    if (c.model.mlp == mlp_kind::swiglu) layer += 2 * N * C * F * 3;
+    if (c.model.mlp == mlp_kind::gelu) layer += 2 * N * C * F * 2;
+    flop_count f;
+    f.forward = layer * c.model.layers + 2.0 * answers * C * vocab;
+    f.backward = 2 * f.forward;
+    return f;
+}
+
+memory_need training_memory_need(const run_config& c, int vocab, int B, int Tn, int answers) {
+    transformer<float> shape_only(c.model, c.attention, vocab, Tn);  // for the parameter count
+    const std::size_t P = shape_only.params.size();
+    const double N = static_cast<double>(B) * Tn, C = c.model.d_model, F = resolved_mlp_hidden(c.model);
+    const double NH = c.model.heads;
+    double layer = N * C * 6 + N;  // block input, attn norm (+ rstd), q, k, v, u
+    if (c.attention.denominator == denominator_kind::softmax) layer += N * NH;  // z
+    if (!is_score_kernel(c.attention.numerator)) layer += 2 * N * C;            // phi(q), phi(k)
+    if (c.attention.in_gate) layer += N * NH;
+    if (uses_out_gate(c.attention)) layer += N * NH;
+    layer += N * C;  // attention output (input of o)
+    if (c.model.mlp != mlp_kind::none) {
+        layer += N * C + N;  // mid (input of the MLP norm); the MLP norm's output counts below
+        layer += N * C;
+        layer += N * F * (c.model.mlp == mlp_kind::swiglu ? 3 : 2);
+    }
+    const double acts = layer * c.model.layers + N * C + N + static_cast<double>(answers) * (C + vocab);
+    memory_need m;
+    m.params = P * sizeof(float);
+    m.grads = P * sizeof(float);
+    m.optimizer = 2 * P * sizeof(float);
+    m.activations = static_cast<std::size_t>(acts * sizeof(float));
+    return m;
+}
+
+double matmul_probe_gflops(int threads, int n) {
+    set_threads(threads);
+    Eigen::MatrixXf a = Eigen::MatrixXf::Random(n, n), b = Eigen::MatrixXf::Random(n, n), c(n, n);
+    c.noalias() = a * b;  // warm up
+    double best = 0;
+    for (int rep = 0; rep < 5; ++rep) {
+        const auto t0 = clock_type::now();
+        c.noalias() = a * b;
+        best = std::max(best, 2.0 * n * n * n / seconds_since(t0) / 1e9);
+    }
+    if (!std::isfinite(c.sum())) best = 0;  // keeps the product from being optimised away
+    return best;
+}
+
+train_bench_result run_train_bench(const train_bench_options& opt,
+                                   const std::function<void(const std::string&)>& progress) {
+    train_bench_result r;
+    r.label = opt.label;
+    r.config = opt.config;
+    auto data = make_task(opt.config.task, 0);
+    batch b;
+    data->next_train_batch(b, opt.config.train.batch);
+    r.vocab = data->vocab_size();
+    r.B = b.B;
+    r.T = b.T;
+    r.answers = static_cast<int>(std::count_if(b.targets.begin(), b.targets.end(), [](auto t) { return t != no_target; }));
+    r.flops = training_flops(opt.config, r.vocab, r.B, r.T, r.answers);
+    r.need = training_memory_need(opt.config, r.vocab, r.B, r.T, r.answers);
+
+    for (int th : opt.threads) r.probe.emplace_back(th, matmul_probe_gflops(th));
+    progress(fmt::format("matmul probe: {}", [&] {
+        std::string s;
+        for (auto [th, g] : r.probe) s += fmt::format("{} thread(s) {:.1f} GFLOP/s  ", th, g);
+        return s;
+    }()));
+
+    std::string batch_path;
+    if (opt.torch) {
+        make_dirs(opt.work_dir);
+        batch_path = opt.work_dir + "/bench_batch.bin";
+        write_batch_file(batch_path, b);
+    }
+    for (int th : opt.threads) {
+        r.sides.push_back({"attnlab", th, {}, {}});
+        if (opt.torch) r.sides.push_back({"pytorch", th, {}, {}});
+    }
+    const double tokens_per_step = static_cast<double>(b.B) * b.T;
+
+    for (int round = 0; round < opt.rounds; ++round) {
+        for (auto& side : r.sides) {
+            if (!side.error.empty()) continue;
+            if (side.impl == "attnlab") {
+                set_threads(side.threads);
+                const std::size_t rss0 = proc_status_bytes("VmRSS");
+                const bool peak_ok = reset_peak_rss();
+                {
+                    attnlab_stepper s(opt.config, r.vocab, b);
+                    r.param_count = s.model.params.size();
+                    for (int i = 0; i < opt.warmup; ++i) s.step();
+                    for (int rep = 0; rep < opt.repeats; ++rep) {
+                        const auto t0 = clock_type::now();
+                        double loss = 0;
+                        for (int i = 0; i < opt.steps; ++i) loss = s.step();
+                        side.tokens_per_s.push_back(opt.steps * tokens_per_step / seconds_since(t0));
+                        if (!std::isfinite(loss)) side.error = "loss not finite";
+                    }
+                }
+                if (peak_ok) r.peak_bytes = std::max(r.peak_bytes, proc_status_bytes("VmHWM") - rss0);
+            } else {
+                const std::vector<std::string> argv = {
+                    opt.python, opt.torch_script, "--config", torch_config_json(opt.config, r.vocab, r.T),
+                    "--batch-file", batch_path, "--threads", std::to_string(side.threads),
+                    "--steps", std::to_string(opt.steps), "--repeats", std::to_string(opt.repeats),
+                    "--warmup", std::to_string(opt.warmup)};
+                // OpenBLAS at its best kernel for this CPU, one OpenBLAS thread
+                // inside torch's threads (for this process alone).
+                const auto out = run_process(argv,
+                                             {{"OPENBLAS_NUM_THREADS", "1"}, {"OMP_NUM_THREADS", std::to_string(side.threads)}},
+                                             {"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"});
+                if (out.exit_code != 0) {
+                    side.error = fmt::format("{} exited {}: {}", opt.torch_script, out.exit_code, last_line(out.err));
+                } else {
+                    try {
+                        for (double v : parse_tokens_per_s(out.out)) side.tokens_per_s.push_back(v);
+                    } catch (const std::exception& e) {
+                        side.error = std::string("unreadable output of bench_torch.py: ") + e.what();
+                    }
+                }
+            }
+            progress(side.error.empty() ? fmt::format("round {}: {} {} thread(s): median {:.0f} tokens/s", round + 1,
+                                                      side.impl, side.threads, side.median())
+                                        : fmt::format("{} {} thread(s): {}", side.impl, side.threads, side.error));
+        }
+    }
+
+    // Per-op times at attnlab's best setting, in a separate pass (clock reads).
+    const side_timing* best = nullptr;
+    for (const auto& s : r.sides)
+        if (s.impl == "attnlab" && s.error.empty() && (!best || s.median() > best->median())) best = &s;
+    if (best) {
+        r.op_threads = best->threads;
+        set_threads(best->threads);
+        attnlab_stepper s(opt.config, r.vocab, b);
+        for (int i = 0; i < opt.warmup; ++i) s.step();
+        s.model.enable_op_timing(true);
+        s.model.reset_timings();
+        double opt_s = 0;
+        for (int i = 0; i < opt.steps; ++i) {
+            s.model.zero_grad();
+            s.model.forward(b.tokens.data(), b.targets.data(), b.B, b.T);
+            s.model.backward();
+            const auto t0 = clock_type::now();
+            clip_grad_norm(s.model.grads, 1.0);
+            s.opt.step(s.model.params, s.model.grads, 1e-3);
+            opt_s += seconds_since(t0);
+        }
+        const auto& t = s.model.timings();
+        for (size_t k = 0; k < t.names.size(); ++k)
+            r.ops.push_back({t.names[k], 1e3 * t.forward_s[k] / opt.steps, 1e3 * t.backward_s[k] / opt.steps});
+        r.ops.push_back({"optimizer (clip + AdamW)", 0.0, 1e3 * opt_s / opt.steps});
+    }
+    return r;
+}
+
+std::string format_train_bench(const train_bench_result& r) {
+    const run_config& c = r.config;
+    std::string s;
+    s += fmt::format("config {}: {} layers, d_model {}, {} heads, {} mlp, {} positions, {}; lookup batch {} x seq {} "
+                     "({} answer rows), vocab {}; {} parameters\n",
+                     r.label, c.model.layers, c.model.d_model, c.model.heads, to_string(c.model.mlp),
+                     to_string(c.model.position), variant_name(c.attention), r.B, r.T, r.answers, r.vocab,
+                     r.param_count);
+    s += fmt::format("model FLOPs per training step: {:.3f} GFLOP (forward {:.3f}, backward 2x forward)\n",
+                     r.flops.total() / 1e9, r.flops.forward / 1e9);
+    s += fmt::format("\n{:<10} {:>7} {:>13} {:>9} {:>9} {:>10} {:>8}\n", "impl", "threads", "tokens/s", "step ms",
+                     "GFLOP/s", "% of probe", "repeats");
+    const double tokens_per_step = static_cast<double>(r.B) * r.T;
+    double best_attn = 0, best_torch = 0;
+    int best_attn_th = 0, best_torch_th = 0;
+    for (const auto& side : r.sides) {
+        if (!side.error.empty()) {
+            s += fmt::format("{:<10} {:>7}  not measured: {}\n", side.impl, side.threads, side.error);
+            continue;
+        }
+        const double tps = side.median(), step_s = tokens_per_step / tps, gflops = r.flops.total() / step_s / 1e9;
+        double probe = 0;
+        for (auto [th, g] : r.probe)
+            if (th == side.threads) probe = g;
+        s += fmt::format("{:<10} {:>7} {:>13.0f} {:>9.2f} {:>9.2f} {:>9.1f}% {:>8}\n", side.impl, side.threads, tps,
+                         1e3 * step_s, gflops, probe > 0 ? 100 * gflops / probe : 0.0, side.tokens_per_s.size());
+        if (side.impl == "attnlab" && tps > best_attn) { best_attn = tps; best_attn_th = side.threads; }
+        if (side.impl == "pytorch" && tps > best_torch) { best_torch = tps; best_torch_th = side.threads; }
+    }
+    s += "matmul probe (float 512^3, Eigen):";
+    for (auto [th, g] : r.probe) s += fmt::format(" {} thread(s) {:.1f} GFLOP/s;", th, g);
+    s += "\n";
+    if (best_attn > 0 && best_torch > 0)
+        s += fmt::format("attnlab / pytorch, each at its best setting: {:.2f}x ({:.0f} tokens/s on {} thread(s) vs "
+                         "{:.0f} on {})\n",
+                         best_attn / best_torch, best_attn, best_attn_th, best_torch, best_torch_th);
+    const double need = static_cast<double>(r.need.total());
+    s += fmt::format("\nmemory: measured peak {} (RSS growth while training, largest thread setting); training needs "
+                     "{} (parameters {}, gradients {}, AdamW moments {}, activations {}): ratio {:.2f}\n",
+                     human_bytes(static_cast<double>(r.peak_bytes)), human_bytes(need), human_bytes(r.need.params),
+                     human_bytes(r.need.grads), human_bytes(r.need.optimizer), human_bytes(r.need.activations),
+                     need > 0 ? r.peak_bytes / need : 0.0);
+    if (!r.ops.empty()) {
+        double total = 0;
+        for (const auto& o : r.ops) total += o.forward_ms + o.backward_ms;
+        s += fmt::format("\ntime per op, attnlab on {} thread(s) (thread 0's shard; ms per step):\n", r.op_threads);
+        s += fmt::format("{:<26} {:>9} {:>9} {:>7}\n", "op", "forward", "backward", "share");
+        for (const auto& o : r.ops)
+            s += fmt::format("{:<26} {:>9.3f} {:>9.3f} {:>6.1f}%\n", o.name, o.forward_ms, o.backward_ms,
+                             total > 0 ? 100 * (o.forward_ms + o.backward_ms) / total : 0.0);
+        s += fmt::format("{:<26} {:>19.3f}\n", "total", total);
+    }
+    return s;
+}
+
+}  // namespace attnlab
