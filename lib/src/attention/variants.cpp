@@ -66,11 +66,13 @@ public:
     explicit taylor_kernel(int order) : order_(order) {}
     void forward_row(T* w, const T* s, int n) const override { taylor_exp_row(w, s, n, order_); }
     void backward_row(T* ds, const T* dw, const T* s, const T*, int n) const override {
-        // ds may alias dw: the derivative goes in first, then the product.
-        for (int j = 0; j < n; ++j) {
-            T p = 1;
-            for (int m = order_ - 1; m >= 1; --m) p = T(1) + p * s[j] / T(m);
-            ds[j] = dw[j] * p;
+        // ds may alias dw: the derivative of a chunk goes to a stack buffer first.
+        constexpr int chunk = 256;
+        T p[chunk];
+        for (int j0 = 0; j0 < n; j0 += chunk) {
+            const int len = std::min(chunk, n - j0);
+            taylor_exp_row(p, s + j0, len, order_ - 1);
+            for (int j = 0; j < len; ++j) ds[j0 + j] = dw[j0 + j] * p[j];
         }
     }
 
