@@ -1,0 +1,104 @@
+// The training benchmark's bookkeeping: its FLOP and memory formulas on a
+// hand-computed case, the child-process runner, and the command end to end.
+// Timings are figures to report, never pass/fail conditions.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+
+#include "attnlab/bench/train_bench.hpp"
+#include "attnlab/spec/spec.hpp"
+#include "attnlab/util/subprocess.hpp"
+#include "process_support.hpp"
+
+using namespace attnlab;
+using namespace attnlab::test;
+
+namespace {
+// 1 layer, d_model 4, 2 heads of 2, no MLP, exp/softmax; vocab 5; batch 2 x 3, 4 answers.
+run_config tiny() {
+    run_config c;
+    c.model.layers = 1;
+    c.model.d_model = 4;
+    c.model.heads = 2;
+    c.model.mlp = mlp_kind::none;
+    c.model.position = position_kind::rope;
+    return c;
+}
+}  // namespace
+
+TEST_CASE("bench train: model FLOPs of a step, by hand", "[bench]") {
+    // q, k, v, o: 4 x 2 N C C = 4 x 2*6*4*4 = 768; causal pairs B NH T(T+1)/2 = 2*2*6 = 24,
+    // scores and w v: 2 x 2 * 24 * HS 2 = 192; head: 2 A C V = 2*4*4*5 = 160.
+    const flop_count f = training_flops(tiny(), 5, 2, 3, 4);
+    CHECK(f.forward == 768 + 192 + 160);
+    CHECK(f.backward == 2 * f.forward);
+    run_config swiglu = tiny();
+    swiglu.model.mlp = mlp_kind::swiglu;  // F = 16 (ceil(8*4/3) = 11 -> 16): + 3 x 2 N C F = 2304
+    CHECK(training_flops(swiglu, 5, 2, 3, 4).forward == f.forward + 2304);
+}
+
+TEST_CASE("bench train: memory a step needs, by hand", "[bench]") {
+    // Parameters: embed 5x4, attn_norm 4, q k v o 4x16, norm 4, head 5x4 = 112 floats.
+    // Activations (N = 6 rows, C = 4): block input, norm + rstd, q, k, v, u = 6*24 + 6;
+    // z (N x NH) 12; attention output 24; final stream + norm rstd 24 + 6; answers 4 x (C + V) 36.
+    const memory_need m = training_memory_need(tiny(), 5, 2, 3, 4);
+    CHECK(m.params == 112 * 4);
+    CHECK(m.grads == 112 * 4);
+    CHECK(m.optimizer == 2 * 112 * 4);
+    CHECK(m.activations == (150 + 12 + 24 + 30 + 36) * 4);
+}
+
+TEST_CASE("run_process: output, exit code and the environment changes of the child", "[bench]") {
+    setenv("ATTNLAB_TEST_UNSET_ME", "visible", 1);
+    const auto r = run_process({"/bin/sh", "-c", "echo \"$FOO ${ATTNLAB_TEST_UNSET_ME-gone}\"; echo oops >&2; exit 3"},
+                               {{"FOO", "bar"}}, {"ATTNLAB_TEST_UNSET_ME"});
+    CHECK(r.out == "bar gone\n");
+    CHECK(r.err == "oops\n");
+    CHECK(r.exit_code == 3);
+    CHECK(run_process({"/nonexistent/program"}).exit_code == 127);
+    unsetenv("ATTNLAB_TEST_UNSET_ME");
+}
+
+TEST_CASE("bench train: built-in configurations parse; bad usage is refused", "[bench][cli]") {
+    for (const auto& name : bench_config_names()) {
+        INFO(name);
+        const auto spec = parse_spec(bench_config_yaml(name), name);
+        CHECK(spec.runs.size() == 1);
+    }
+    CHECK_THROWS_WITH(bench_config_yaml("huge"), Catch::Contains("unknown configuration 'huge'"));
+    auto r = run_cli({"bench", "train"});
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("give a SPEC or --config"));
+    r = run_cli({"bench", "train", "--config", "huge"});
+    CHECK(r.code == 2);
+    r = run_cli({"bench", "train", "--config", "quickstart", "--set", "model.headz=3"});
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("model.headz"));
+}
+
+TEST_CASE("bench train --no-torch: the attnlab rows, memory and per-op table", "[bench][cli]") {
+    const auto r = run_cli({"bench", "train", "--config", "quickstart", "--set", "model.layers=1", "--no-torch",
+                            "--steps", "1", "--repeats", "2", "--rounds", "1", "--warmup", "0", "--threads", "1"});
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("config quickstart: 1 layers, d_model 64"));
+    const auto lines = lines_of(r.out);
+    bool row = false;
+    for (const auto& l : lines) row = row || l.rfind("attnlab          1 ", 0) == 0;
+    CHECK(row);
+    CHECK_THAT(r.out, Catch::Contains("memory: measured peak"));
+    CHECK_THAT(r.out, Catch::Contains("time per op, attnlab on 1 thread(s)"));
+    CHECK_THAT(r.out, Catch::Contains("optimizer (clip + AdamW)"));
+    CHECK(count_of(r.out, "pytorch") == 0);
+}
+
+TEST_CASE("bench train with the PyTorch side: both rows and their ratio", "[bench][cli][slow]") {
+    // Needs Debian's python3-torch (scripts/test installs it); fails, never skips, without it.
+    const auto r = run_cli({"bench", "train", "--config", "quickstart", "--set", "model.layers=1", "--steps", "1",
+                            "--repeats", "1", "--rounds", "1", "--warmup", "0", "--threads", "1"});
+    REQUIRE(r.code == 0);
+    CHECK(count_of(r.out, "not measured") == 0);
+    bool torch_row = false;
+    for (const auto& l : lines_of(r.out)) torch_row = torch_row || l.rfind("pytorch          1 ", 0) == 0;
+    CHECK(torch_row);
+    CHECK_THAT(r.out, Catch::Contains("attnlab / pytorch, each at its best setting:"));
+}
