@@ -47,7 +47,14 @@ double clip_grad_norm(std::vector<T>& grads, double max_norm) {
 
 template <class T>
 adamw<T>::adamw(const param_layout& layout, double weight_decay)
-    : layout_(layout), weight_decay_(weight_decay), m_(layout.total(), T(0)), v_(layout.total(), T(0)) {}
+    : layout_(layout), weight_decay_(weight_decay), m_(layout.total(), T(0)), v_(layout.total(), T(0)) {
+    // Work items of at most update_chunk elements, each inside one tensor, so
+    // that a step is one parallel loop (not one per tensor).
+    constexpr std::size_t update_chunk = 1 << 14;
+    for (const auto& t : layout_.tensors())
+        for (std::size_t b = 0; b < t.size; b += update_chunk)
+            chunks_.push_back({t.offset + b, std::min(t.size - b, update_chunk), t.decay});
+}
 
 template <class T>
 void adamw<T>::step(std::vector<T>& params, const std::vector<T>& grads, double lr) {
@@ -56,15 +63,17 @@ void adamw<T>::step(std::vector<T>& params, const std::vector<T>& grads, double 
     const double bc2 = 1.0 - std::pow(beta2, static_cast<double>(t_));
     const T b1 = T(beta1), b2 = T(beta2);
     const T step_size = static_cast<T>(lr / bc1), inv_sqrt_bc2 = static_cast<T>(1.0 / std::sqrt(bc2));
-    for (const auto& t : layout_.tensors()) {
-        const T decay = t.decay ? static_cast<T>(lr * weight_decay_) : T(0);
-        T* p = params.data() + t.offset;
-        const T* g = grads.data() + t.offset;
-        T* m = m_.data() + t.offset;
-        T* v = v_.data() + t.offset;
-        const long n = static_cast<long>(t.size);
-#pragma omp parallel for schedule(static) if (n > parallel_threshold)
-        for (long i = 0; i < n; ++i) {
+    const T wd = static_cast<T>(lr * weight_decay_);
+    const long n_chunks = static_cast<long>(chunks_.size());
+#pragma omp parallel for schedule(static) if (static_cast<long>(params.size()) > parallel_threshold)
+    for (long c = 0; c < n_chunks; ++c) {
+        const chunk& ch = chunks_[c];
+        const T decay = ch.decay ? wd : T(0);
+        T* p = params.data() + ch.offset;
+        const T* g = grads.data() + ch.offset;
+        T* m = m_.data() + ch.offset;
+        T* v = v_.data() + ch.offset;
+        for (std::size_t i = 0; i < ch.size; ++i) {
             m[i] = b1 * m[i] + (T(1) - b1) * g[i];
             v[i] = b2 * v[i] + (T(1) - b2) * g[i] * g[i];
             // p -= lr * (m_hat / (sqrt(v_hat) + eps) + wd * p)

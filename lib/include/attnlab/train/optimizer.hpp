@@ -41,6 +41,11 @@ private:
     const param_layout& layout_;
     double weight_decay_;
     std::vector<T> m_, v_;  // first and second moments, same layout as params
+    struct chunk {
+        std::size_t offset, size;
+        bool decay;
+    };
+    std::vector<chunk> chunks_;  // the parameters in pieces of one tensor each
     long t_ = 0;
 };
 
