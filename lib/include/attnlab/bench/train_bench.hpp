@@ -56,8 +56,9 @@ struct memory_need {
 };
 memory_need training_memory_need(const run_config& cfg, int vocab, int B, int Tn, int answers);
 
-// GFLOP/s of a float n x n x n matrix product (Eigen) on `threads` threads,
-// the best of a few tries.
+// GFLOP/s of float n x n x n matrix products (Eigen, through OpenBLAS in the
+// default build): one product per thread at once, each single-threaded (as
+// the model's data-parallel threads run them), best of a few tries, summed.
 double matmul_probe_gflops(int threads, int n = 512);
 
 struct side_timing {
