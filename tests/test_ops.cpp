@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "attnlab/ops/ops.hpp"
+#include "attnlab/ops/vector_math.hpp"
 #include "gradcheck.hpp"
 
 using namespace attnlab;
@@ -162,4 +163,44 @@ TEST_CASE("rope at position 1 rotates each pair by 10000^(-2i/HS)", "[ops]") {
     CHECK(y[6] == Approx(3 * std::cos(1.0) + 1 * std::sin(1.0)));
     CHECK(y[5] == Approx(2 * std::cos(0.01) - 4 * std::sin(0.01)));
     CHECK(y[7] == Approx(4 * std::cos(0.01) + 2 * std::sin(0.01)));
+}
+
+TEST_CASE("vectorised float exp and SwiGLU match double precision", "[ops]") {
+    // The float kernels use their own exp (Cephes' polynomial), compiled for
+    // the CPU's vectors; the bound is a few float ulps (6e-8 each).
+    std::vector<float> x;
+    for (int i = 0; i <= 20000; ++i) x.push_back(-87.0f + 175.0f * i / 20000.0f);  // the whole float range of exp
+    for (float v : {0.0f, -0.0f, 1e-8f, -1e-8f, 0.5f, -0.5f}) x.push_back(v);
+    std::vector<float> e(x.size());
+    exp_shifted(e.data(), x.data(), static_cast<long>(x.size()), 0.0f);
+    double worst = 0;
+    for (size_t i = 0; i < x.size(); ++i)
+        worst = std::max(worst, std::abs(e[i] - std::exp(static_cast<double>(x[i]))) / std::exp(static_cast<double>(x[i])));
+    CHECK(worst <= 4e-7);
+    std::vector<float> big = {100.0f, -100.0f, -1e30f};  // clamped, never inf or nan
+    std::vector<float> eb(3);
+    exp_shifted(eb.data(), big.data(), 3, 0.0f);
+    CHECK(std::isfinite(eb[0]));
+    CHECK(eb[1] >= 0.0f);
+    CHECK(eb[2] >= 0.0f);
+    exp_shifted(eb.data(), x.data() + 10000, 1, 2.0f);  // the shift: exp(x - 2)
+    CHECK(eb[0] == Approx(std::exp(x[10000] - 2.0)).epsilon(4e-7));
+
+    rng r(9);
+    const long n = 1001;  // not a multiple of any vector width
+    std::vector<float> g(n), u(n), d(n), out(n), dg(n, 0.5f), du(n, -0.25f);
+    std::vector<double> gd(n), ud(n), dd(n), outd(n), dgd(n, 0.5), dud(n, -0.25);
+    for (long i = 0; i < n; ++i) {
+        g[i] = static_cast<float>(4 * r.normal()); u[i] = static_cast<float>(r.normal()); d[i] = static_cast<float>(r.normal());
+        gd[i] = g[i]; ud[i] = u[i]; dd[i] = d[i];
+    }
+    swiglu_rows(out.data(), g.data(), u.data(), n);
+    swiglu_rows(outd.data(), gd.data(), ud.data(), n);
+    swiglu_rows_backward(dg.data(), du.data(), d.data(), g.data(), u.data(), n);
+    swiglu_rows_backward(dgd.data(), dud.data(), dd.data(), gd.data(), ud.data(), n);
+    for (long i = 0; i < n; ++i) {
+        CHECK(out[i] == Approx(outd[i]).epsilon(1e-5).margin(1e-6));
+        CHECK(dg[i] == Approx(dgd[i]).epsilon(1e-5).margin(1e-6));
+        CHECK(du[i] == Approx(dud[i]).epsilon(1e-5).margin(1e-6));
+    }
 }

@@ -2,6 +2,8 @@
 // derivative (derivations beside each backward).
 #include "attnlab/attention/variants.hpp"
 
+#include "attnlab/ops/vector_math.hpp"
+
 #include <Eigen/Core>
 
 #include <algorithm>
@@ -33,7 +35,7 @@ public:
         : subtract_row_max_(subtract_row_max), max_is_constant_(max_is_constant) {}
     void forward_row(T* w, const T* s, int n) const override {
         const T m = subtract_row_max_ ? *std::max_element(s, s + n) : T(0);
-        array_map<T>(w, n) = (const_array_map<T>(s, n) - m).exp();  // Eigen's vectorised exp
+        exp_shifted(w, s, n, m);
     }
     void backward_row(T* ds, const T* dw, const T* s, const T* w, int n) const override {
         T through_max = 0;

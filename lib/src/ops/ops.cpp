@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "attnlab/ops/vector_math.hpp"
 #include "attnlab/util/shapes.hpp"
 
 namespace attnlab {
@@ -175,8 +176,7 @@ void rope_backward(T* dinp, const T* dout, const rope_tables<T>& tab, int B, int
 template <class T>
 static inline T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
 
-// Elementwise over [i0, i1) with Eigen arrays (vectorised exp); the rows of
-// a parallel loop are split into chunks of this many elements.
+// SwiGLU in chunks of rows (vector_math.hpp picks the CPU's vectors).
 constexpr long elementwise_chunk = 1L << 12;
 
 template <class T>
@@ -185,25 +185,17 @@ void swiglu_forward(T* out, const T* gate, const T* up, int N, int F) {
 #pragma omp parallel for if (n > parallel_threshold)
     for (long c = 0; c < chunks; ++c) {
         const long i0 = c * elementwise_chunk, len = std::min(elementwise_chunk, n - i0);
-        const auto g = const_array_map<T>(gate + i0, len);
-        array_map<T>(out + i0, len) = g / (T(1) + (-g).exp()) * const_array_map<T>(up + i0, len);
+        swiglu_rows(out + i0, gate + i0, up + i0, len);
     }
 }
 
-// silu(g) = g s(g); silu'(g) = s(g) (1 + g (1 - s(g))).
 template <class T>
 void swiglu_backward(T* dgate, T* dup, const T* dout, const T* gate, const T* up, int N, int F) {
     const long n = static_cast<long>(N) * F, chunks = (n + elementwise_chunk - 1) / elementwise_chunk;
 #pragma omp parallel for if (n > parallel_threshold)
     for (long c = 0; c < chunks; ++c) {
         const long i0 = c * elementwise_chunk, len = std::min(elementwise_chunk, n - i0);
-        const auto g = const_array_map<T>(gate + i0, len);
-        const auto d = const_array_map<T>(dout + i0, len);
-        T sig[elementwise_chunk];
-        auto s = array_map<T>(sig, len);
-        s = T(1) / (T(1) + (-g).exp());
-        array_map<T>(dup + i0, len) += d * g * s;
-        array_map<T>(dgate + i0, len) += d * const_array_map<T>(up + i0, len) * s * (T(1) + g * (T(1) - s));
+        swiglu_rows_backward(dgate + i0, dup + i0, dout + i0, gate + i0, up + i0, len);
     }
 }
 

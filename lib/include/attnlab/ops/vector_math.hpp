@@ -1,0 +1,21 @@
+// Elementwise float kernels that the portable build still runs with the
+// CPU's widest vectors: each is compiled for AVX-512, AVX2 and the baseline
+// (GCC target_clones) and picked when the program loads. exp is Cephes'
+// polynomial (relative error < 2e-7 over the float range), written so that
+// the loops vectorise. The double versions (gradient checks) use std::exp.
+#pragma once
+
+namespace attnlab {
+
+// out[i] = exp(in[i] - shift); out may be in.
+void exp_shifted(float* out, const float* in, long n, float shift);
+void exp_shifted(double* out, const double* in, long n, double shift);
+
+// SwiGLU: out = silu(gate) * up;  backward: dgate += dout up silu'(gate), dup += dout silu(gate).
+void swiglu_rows(float* out, const float* gate, const float* up, long n);
+void swiglu_rows(double* out, const double* gate, const double* up, long n);
+void swiglu_rows_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up, long n);
+void swiglu_rows_backward(double* dgate, double* dup, const double* dout, const double* gate, const double* up,
+                          long n);
+
+}  // namespace attnlab

@@ -1,0 +1,79 @@
+#include "attnlab/ops/vector_math.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace attnlab {
+
+namespace {
+
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define ATTNLAB_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define ATTNLAB_CLONES
+#endif
+
+// exp(x) for float (Cephes expf): x = n ln2 + r, |r| <= ln2/2, a degree-5
+// polynomial for exp(r), then the exponent bits of 2^n. Inline so that the
+// callers' loops vectorise.
+inline float exp_poly(float x) {
+    x = x < -87.3365f ? -87.3365f : x;  // exp stays a normal float
+    x = x > 88.3f ? 88.3f : x;  // n <= 127: 2^n stays finite (exp(88.3) = 2.2e38)
+    // n = round(x / ln2) in [-126, 128]: truncating the positive x/ln2 + 128.5
+    // floors it without a call to floor (which the baseline would not inline).
+    const std::int32_t ni = static_cast<std::int32_t>(x * 1.44269504088896341f + 128.5f) - 128;
+    const float n = static_cast<float>(ni);
+    const float r = x - n * 0.693359375f + n * 2.12194440e-4f;  // ln2 in two parts
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    const float y = p * r * r + r + 1.0f;
+    const std::int32_t bits = (ni + 127) << 23;  // 2^n
+    float scale;
+    std::memcpy(&scale, &bits, sizeof scale);
+    return y * scale;
+}
+
+}  // namespace
+
+ATTNLAB_CLONES void exp_shifted(float* out, const float* in, long n, float shift) {
+    for (long i = 0; i < n; ++i) out[i] = exp_poly(in[i] - shift);
+}
+
+void exp_shifted(double* out, const double* in, long n, double shift) {
+    for (long i = 0; i < n; ++i) out[i] = std::exp(in[i] - shift);
+}
+
+ATTNLAB_CLONES void swiglu_rows(float* out, const float* gate, const float* up, long n) {
+    for (long i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + exp_poly(-gate[i])) * up[i];
+}
+
+void swiglu_rows(double* out, const double* gate, const double* up, long n) {
+    for (long i = 0; i < n; ++i) out[i] = gate[i] / (1.0 + std::exp(-gate[i])) * up[i];
+}
+
+// silu(g) = g s(g); silu'(g) = s(g) (1 + g (1 - s(g))).
+ATTNLAB_CLONES void swiglu_rows_backward(float* dgate, float* dup, const float* dout, const float* gate,
+                                         const float* up, long n) {
+    for (long i = 0; i < n; ++i) {
+        const float g = gate[i], s = 1.0f / (1.0f + exp_poly(-g));
+        dup[i] += dout[i] * g * s;
+        dgate[i] += dout[i] * up[i] * s * (1.0f + g * (1.0f - s));
+    }
+}
+
+void swiglu_rows_backward(double* dgate, double* dup, const double* dout, const double* gate, const double* up,
+                          long n) {
+    for (long i = 0; i < n; ++i) {
+        const double g = gate[i], s = 1.0 / (1.0 + std::exp(-g));
+        dup[i] += dout[i] * g * s;
+        dgate[i] += dout[i] * up[i] * s * (1.0 + g * (1.0 - s));
+    }
+}
+
+}  // namespace attnlab
