@@ -23,7 +23,10 @@ inline float exp_poly(float x) {
     x = x > 88.3f ? 88.3f : x;  // n <= 127: 2^n stays finite (exp(88.3) = 2.2e38)
     // n = round(x / ln2) in [-126, 128]: truncating the positive x/ln2 + 128.5
     // floors it without a call to floor (which the baseline would not inline).
-    const std::int32_t ni = static_cast<std::int32_t>(x * 1.44269504088896341f + 128.5f) - 128;
+    // A NaN x passes the clamps; converting it to int is undefined behaviour
+    // (UBSan float-cast-overflow), so n comes from 0 then and r keeps the NaN.
+    const float xn = x == x ? x : 0.0f;
+    const std::int32_t ni = static_cast<std::int32_t>(xn * 1.44269504088896341f + 128.5f) - 128;
     const float n = static_cast<float>(ni);
     const float r = x - n * 0.693359375f + n * 2.12194440e-4f;  // ln2 in two parts
     float p = 1.9875691500e-4f;
