@@ -3,6 +3,7 @@
 // text, CSV fields, and starting and waiting for `attnlab` with stdout and
 // stderr captured in files.
 #pragma once
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -93,6 +94,33 @@ inline std::vector<std::string> csv_fields(const std::string& line) {
     }
     return fields;
 }
+
+// A CSV text without the named columns, for "equal except timings".
+inline std::string csv_without(const std::string& csv, const std::vector<std::string>& drop) {
+    const auto lines = lines_of(csv);
+    REQUIRE(!lines.empty());
+    const auto header = csv_fields(lines[0]);
+    std::vector<bool> keep(header.size(), true);
+    for (const auto& d : drop) {
+        const auto at = std::find(header.begin(), header.end(), d);
+        REQUIRE(at != header.end());
+        keep[static_cast<std::size_t>(at - header.begin())] = false;
+    }
+    std::string out;
+    for (const auto& line : lines) {
+        const auto f = csv_fields(line);
+        REQUIRE(f.size() == header.size());
+        std::string row;
+        for (std::size_t i = 0; i < f.size(); ++i)
+            if (keep[i]) row += (row.empty() ? "" : ",") + f[i];
+        out += row + "\n";
+    }
+    return out;
+}
+
+// metrics.csv and summary.csv without their wall-clock columns (SPEC §6 keeps them in the files).
+inline std::string metrics_without_timings(const std::string& csv) { return csv_without(csv, {"tokens_per_s", "elapsed_s"}); }
+inline std::string summary_without_timings(const std::string& csv) { return csv_without(csv, {"wall_s"}); }
 
 inline std::size_t count_of(const std::string& text, const std::string& what) {
     std::size_t n = 0;

@@ -91,19 +91,6 @@ std::string edit(const std::string& text, const std::string& from, const std::st
 
 const std::string metrics_header = "step,split,loss,token_acc,seq_acc,lr,grad_norm,tokens_per_s,elapsed_s";
 
-// metrics.csv without its last two columns (tokens_per_s, elapsed_s), which are timings.
-std::string metrics_without_timings(const std::string& csv) {
-    std::string out;
-    for (const auto& line : lines_of(csv)) {
-        auto f = csv_fields(line);
-        REQUIRE(f.size() == 9);
-        f.resize(7);
-        for (std::size_t i = 0; i < f.size(); ++i) out += (i ? "," : "") + f[i];
-        out += "\n";
-    }
-    return out;
-}
-
 // (step, split) of each data row of a metrics.csv, after checking its header and widths.
 std::vector<std::pair<int, std::string>> metrics_rows(const fs::path& p) {
     const auto lines = lines_of(read_text(p));

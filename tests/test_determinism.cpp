@@ -36,19 +36,6 @@ base:
   train: {steps: 12, batch: 16, lr: 3.0e-3, warmup: 5, eval_every: 6}
 )";
 
-std::string without_timings(const std::string& csv) {
-    std::string out;
-    for (const auto& line : lines_of(csv)) {
-        auto f = csv_fields(line);
-        REQUIRE(f.size() == 9);
-        f.resize(7);
-        std::string row;
-        for (const auto& x : f) row += (row.empty() ? "" : ",") + x;
-        out += row + "\n";
-    }
-    return out;
-}
-
 struct run_files {
     std::string metrics, model;
 };
@@ -76,7 +63,7 @@ TEST_CASE("the same spec, seed and thread count give the same metrics and checkp
         const run_files a = run_once(tmp, spec, "first_" + n, threads);
         const run_files b = run_once(tmp, spec, "second_" + n, threads);
         CHECK(lines_of(a.metrics).size() == 1 + 1 + 2 * 2);
-        CHECK(without_timings(a.metrics) == without_timings(b.metrics));
+        CHECK(metrics_without_timings(a.metrics) == metrics_without_timings(b.metrics));
         CHECK(a.model == b.model);
     }
 }

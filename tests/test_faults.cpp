@@ -62,36 +62,6 @@ std::string edit_steps(std::string text, const std::string& seeds = "seeds: [0, 
     return text.replace(s, 14, seeds);
 }
 
-// metrics.csv without its wall-clock columns (SPEC §6 keeps them in the file).
-std::string without_timings(const std::string& csv) {
-    std::string out;
-    for (const auto& line : lines_of(csv)) {
-        auto f = csv_fields(line);
-        REQUIRE(f.size() == 9);
-        f.resize(7);
-        std::string row;
-        for (const auto& x : f) row += (row.empty() ? "" : ",") + x;
-        out += row + "\n";
-    }
-    return out;
-}
-std::string summary_without_wall(const std::string& csv) {
-    const auto lines = lines_of(csv);
-    REQUIRE(!lines.empty());
-    const auto header = csv_fields(lines[0]);
-    const auto at = static_cast<std::size_t>(std::find(header.begin(), header.end(), "wall_s") - header.begin());
-    REQUIRE(at < header.size());
-    std::string out;
-    for (const auto& line : lines) {
-        auto f = csv_fields(line);
-        REQUIRE(f.size() == header.size());
-        f.erase(f.begin() + static_cast<long>(at));
-        for (const auto& x : f) out += x + ",";
-        out += "\n";
-    }
-    return out;
-}
-
 bool present(const fs::path& p) {
     std::error_code ec;
     return fs::exists(p, ec);
@@ -161,7 +131,7 @@ void check_equals_reference(const fs::path& res, const fs::path& ref, const std:
     const fs::path run = res / "runs" / id, ref_run = ref / "runs" / id;
     REQUIRE(present(run / "result.yaml"));
     CHECK(line_count(run / "metrics.csv") == full_metrics_lines);
-    CHECK(without_timings(read_text(run / "metrics.csv")) == without_timings(read_text(ref_run / "metrics.csv")));
+    CHECK(metrics_without_timings(read_text(run / "metrics.csv")) == metrics_without_timings(read_text(ref_run / "metrics.csv")));
     CHECK(read_text(run / "model.safetensors") == read_text(ref_run / "model.safetensors"));
     CHECK_FALSE(present(run / "resume.state"));
 }
@@ -277,7 +247,7 @@ TEST_CASE("SIGINT or SIGTERM mid-run saves the run's state; the next run resumes
     const fs::path ref = reference(tmp, spec);
     check_equals_reference(res, ref, "seed=0");
     check_equals_reference(res, ref, "seed=1");
-    CHECK(summary_without_wall(read_text(res / "summary.csv")) == summary_without_wall(read_text(ref / "summary.csv")));
+    CHECK(summary_without_timings(read_text(res / "summary.csv")) == summary_without_timings(read_text(ref / "summary.csv")));
     CHECK(read_text(res / "table.md") == read_text(ref / "table.md"));
     CHECK(temporaries(res).empty());
 }
@@ -386,7 +356,7 @@ TEST_CASE("SIGKILL mid-run: finished runs stay byte for byte, the rerun complete
     CHECK(lines_of(summary).size() == 2);  // the summary of the killed process: header + seed=0
     const fs::path ref = reference(tmp, spec);
     check_equals_reference(res, ref, "seed=1");
-    CHECK(summary_without_wall(read_text(res / "summary.csv")) == summary_without_wall(read_text(ref / "summary.csv")));
+    CHECK(summary_without_timings(read_text(res / "summary.csv")) == summary_without_timings(read_text(ref / "summary.csv")));
     CHECK(temporaries(res).empty());
 }
 
