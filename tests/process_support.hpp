@@ -134,7 +134,10 @@ struct child {
     fs::path out_file, err_file;
 };
 
-inline child spawn(const std::vector<std::string>& args, const fs::path& io_dir, const fs::path& cwd = {}) {
+// `in_child` (async-signal-safe) runs in the child just before exec; if it
+// returns false the child exits with 125.
+inline child spawn(const std::vector<std::string>& args, const fs::path& io_dir, const fs::path& cwd = {},
+                   bool (*in_child)() = nullptr) {
     static int counter = 0;  // one per test binary: inline
     ++counter;
     child c;
@@ -159,6 +162,7 @@ inline child spawn(const std::vector<std::string>& args, const fs::path& io_dir,
         ::dup2(out_fd, 1);
         ::dup2(err_fd, 2);
         if (!cwd_s.empty() && ::chdir(cwd_s.c_str()) != 0) ::_exit(126);
+        if (in_child && !in_child()) ::_exit(125);
         // Default SIGINT handling and no blocked signals, whatever the test runner set up.
         ::signal(SIGINT, SIG_DFL);
         sigset_t none;

@@ -179,36 +179,7 @@ bool child_as_nobody_cannot_open(const fs::path& p) {
 // Runs attnlab with `args` in `cwd`, like run_cli, optionally as nobody.
 cli_result run_attnlab(const std::vector<std::string>& args, const fs::path& cwd, bool as_nobody) {
     temp_dir io;
-    const std::string out_s = (io / "stdout.txt").string(), err_s = (io / "stderr.txt").string(),
-                      cwd_s = cwd.string();
-    std::vector<std::string> argv_s = {ATTNLAB_BINARY};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : argv_s) argv.push_back(a.data());
-    argv.push_back(nullptr);
-
-    child c;
-    c.out_file = io / "stdout.txt";
-    c.err_file = io / "stderr.txt";
-    c.pid = ::fork();
-    REQUIRE(c.pid >= 0);
-    if (c.pid == 0) {  // only async-signal-safe calls until exec
-        const int in_fd = ::open("/dev/null", O_RDONLY);
-        const int out_fd = ::open(out_s.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        const int err_fd = ::open(err_s.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (in_fd < 0 || out_fd < 0 || err_fd < 0) ::_exit(126);
-        ::dup2(in_fd, 0);
-        ::dup2(out_fd, 1);
-        ::dup2(err_fd, 2);
-        if (::chdir(cwd_s.c_str()) != 0) ::_exit(126);
-        if (as_nobody && !become_nobody()) ::_exit(125);
-        ::signal(SIGINT, SIG_DFL);
-        sigset_t none;
-        sigemptyset(&none);
-        ::sigprocmask(SIG_SETMASK, &none, nullptr);
-        ::execv(argv[0], argv.data());
-        ::_exit(127);
-    }
+    const child c = spawn(args, io.path(), cwd, as_nobody ? become_nobody : nullptr);
     cli_result r;
     r.code = wait_for(c, std::chrono::seconds(60));
     r.out = read_text(c.out_file);
