@@ -4,8 +4,6 @@
 
 #include "attnlab/ops/vector_math.hpp"
 
-#include <Eigen/Core>
-
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -13,11 +11,6 @@
 namespace attnlab {
 
 namespace {
-
-template <class T>
-using array_map = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
-template <class T>
-using const_array_map = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 
 // ---- score kernels: w = f(s) ----
 

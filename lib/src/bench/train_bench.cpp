@@ -13,6 +13,7 @@
 #include <spdlog/fmt/fmt.h>
 
 #include "attnlab/io/files.hpp"
+#include "attnlab/model/params.hpp"
 #include "attnlab/model/transformer.hpp"
 #include "attnlab/run/runner.hpp"
 #include "attnlab/tasks/task.hpp"
@@ -164,8 +165,8 @@ flop_count training_flops(const run_config& c, int vocab, int B, int Tn, int ans
 }
 
 memory_need training_memory_need(const run_config& c, int vocab, int B, int Tn, int answers) {
-    transformer<float> shape_only(c.model, c.attention, vocab, Tn);  // for the parameter count
-    const std::size_t P = shape_only.params.size();
+    model_offsets offsets;
+    const std::size_t P = build_param_layout(c.model, c.attention, vocab, Tn, offsets).total();
     const double N = static_cast<double>(B) * Tn, C = c.model.d_model, F = resolved_mlp_hidden(c.model);
     const double NH = c.model.heads;
     double layer = N * C * 6 + N;  // block input, attn norm (+ rstd), q, k, v, u

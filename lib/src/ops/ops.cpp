@@ -173,9 +173,6 @@ void rope_backward(T* dinp, const T* dout, const rope_tables<T>& tab, int B, int
     }
 }
 
-template <class T>
-static inline T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
-
 // SwiGLU in chunks of rows (vector_math.hpp picks the CPU's vectors).
 constexpr long elementwise_chunk = 1L << 12;
 

@@ -4,8 +4,10 @@
 // outputs (inputs and parameters alike): callers zero the buffers once per
 // step and residual branches add up for free.
 // Templated on the scalar: float for training, double for gradient checks.
-// Parallelism: Eigen threads the matrix products itself (linear_*); the
-// row-wise ops here are OpenMP loops over rows when the work is large.
+// Parallelism: the model calls these from its data-parallel threads, where
+// they run serially (linear_* through OpenBLAS, one thread); called outside
+// a parallel region, the row-wise ops are OpenMP loops over rows when the
+// work is large.
 #pragma once
 #include <cstdint>
 #include <vector>
