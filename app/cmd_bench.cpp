@@ -26,27 +26,35 @@ namespace attnlab::cli {
 namespace {
 
 void add_bench_train(CLI::App& bench, action& chosen) {
-    auto* cmd = bench.add_subcommand("train", "Training throughput of attnlab and the PyTorch reference side by side, "
-                                               "GFLOP/s, peak memory, time per op");
+    auto* cmd = bench.add_subcommand("train",
+                                     "Training throughput of attnlab and the PyTorch reference side by side, "
+                                     "GFLOP/s, peak memory, time per op");
     auto spec = std::make_shared<std::string>();
     auto config = std::make_shared<std::string>();
     auto overrides = std::make_shared<std::vector<std::string>>();
     auto opt = std::make_shared<train_bench_options>();
     opt->torch_script = std::string(ATTNLAB_SOURCE_DIR) + "/reference/bench_torch.py";
     auto no_torch = std::make_shared<bool>(false);
-    cmd->add_option("SPEC", *spec, "Spec whose first run's model, attention, task and batch are timed")->type_name("SPEC");
+    cmd->add_option("SPEC", *spec, "Spec whose first run's model, attention, task and batch are timed")
+        ->type_name("SPEC");
     cmd->add_option("--config", *config, "A built-in configuration instead of a spec: quickstart or larger")
         ->type_name("NAME");
     cmd->add_option("--set", *overrides, "Override a dotted key, e.g. --set attention.numerator=taylor")
         ->type_name("KEY=VALUE");
-    cmd->add_option("--threads", opt->threads, "Thread settings to time, each side")->capture_default_str()
+    cmd->add_option("--threads", opt->threads, "Thread settings to time, each side")
+        ->capture_default_str()
         ->check(CLI::Range(1, 256));
-    cmd->add_option("--steps", opt->steps, "Timed steps per repeat")->capture_default_str()->check(CLI::Range(1, 100000));
-    cmd->add_option("--repeats", opt->repeats, "Repeats per round, side and thread setting")->capture_default_str()
+    cmd->add_option("--steps", opt->steps, "Timed steps per repeat")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 100000));
+    cmd->add_option("--repeats", opt->repeats, "Repeats per round, side and thread setting")
+        ->capture_default_str()
         ->check(CLI::Range(1, 1000));
-    cmd->add_option("--rounds", opt->rounds, "Alternating rounds of both sides")->capture_default_str()
+    cmd->add_option("--rounds", opt->rounds, "Alternating rounds of both sides")
+        ->capture_default_str()
         ->check(CLI::Range(1, 100));
-    cmd->add_option("--warmup", opt->warmup, "Untimed steps before each side's repeats")->capture_default_str()
+    cmd->add_option("--warmup", opt->warmup, "Untimed steps before each side's repeats")
+        ->capture_default_str()
         ->check(CLI::Range(0, 1000));
     cmd->add_flag("--no-torch", *no_torch, "Time attnlab only");
     cmd->add_option("--python", opt->python, "Python with torch and numpy")->capture_default_str();
@@ -56,12 +64,13 @@ void add_bench_train(CLI::App& bench, action& chosen) {
             if (spec->empty() == config->empty())
                 throw config_error("bench train: give a SPEC or --config quickstart|larger (one of them)");
             train_bench_options o = *opt;
-            const experiment_spec e = spec->empty()
-                                          ? parse_spec(bench_config_yaml(*config), "<config " + *config + ">", *overrides)
-                                          : load_spec(*spec, *overrides);
+            const experiment_spec e =
+                spec->empty() ? parse_spec(bench_config_yaml(*config), "<config " + *config + ">", *overrides)
+                              : load_spec(*spec, *overrides);
             o.config = e.runs.front().config;
             o.label = spec->empty() ? *config : *spec;
-            if (e.runs.size() > 1) spdlog::info("bench train: timing the first of {} runs ({})", e.runs.size(), e.runs.front().id);
+            if (e.runs.size() > 1)
+                spdlog::info("bench train: timing the first of {} runs ({})", e.runs.size(), e.runs.front().id);
             o.torch = !*no_torch;
             std::string dir = (std::filesystem::temp_directory_path() / "attnlab-bench-XXXXXX").string();
             if (!mkdtemp(dir.data())) throw std::runtime_error("cannot create a temporary directory in " + dir);
@@ -85,11 +94,14 @@ void add_bench_train(CLI::App& bench, action& chosen) {
 void add_bench(CLI::App& app, action& chosen) {
     auto* bench = app.add_subcommand("bench", "Benchmarks");
     bench->require_subcommand(1);
-    auto* gen = bench->add_subcommand("generate", "Per-token time of generation as the sequence grows: KV cache vs recurrent states");
+    auto* gen = bench->add_subcommand(
+        "generate", "Per-token time of generation as the sequence grows: KV cache vs recurrent states");
     auto opt = std::make_shared<generate_bench_options>();
     auto out = std::make_shared<std::string>("results/bench");
     auto only = std::make_shared<std::vector<std::string>>();
-    gen->add_option("--max-len", opt->max_len, "Tokens to decode per variant")->capture_default_str()->check(CLI::Range(128, 1 << 20));
+    gen->add_option("--max-len", opt->max_len, "Tokens to decode per variant")
+        ->capture_default_str()
+        ->check(CLI::Range(128, 1 << 20));
     gen->add_option("--d-model", opt->model.d_model, "Model width")->capture_default_str()->check(CLI::Range(2, 4096));
     gen->add_option("--heads", opt->model.heads, "Heads")->capture_default_str()->check(CLI::Range(1, 256));
     gen->add_option("--layers", opt->model.layers, "Layers")->capture_default_str()->check(CLI::Range(1, 64));
@@ -101,16 +113,18 @@ void add_bench(CLI::App& app, action& chosen) {
                 throw config_error("--d-model must be a multiple of --heads with an even head size");
             std::vector<generate_variant> variants;
             for (const auto& v : default_generate_variants())
-                if (only->empty() || std::find(only->begin(), only->end(), v.name) != only->end()) variants.push_back(v);
+                if (only->empty() || std::find(only->begin(), only->end(), v.name) != only->end())
+                    variants.push_back(v);
             if (variants.empty()) throw config_error("--variant: no such variant");
             set_threads(1);  // batch 1 decoding: one core, no thread hand-offs
-            spdlog::info("bench generate: {} variants, {} tokens each, d_model {}, {} heads, {} layers", variants.size(),
-                         opt->max_len, opt->model.d_model, opt->model.heads, opt->model.layers);
+            spdlog::info("bench generate: {} variants, {} tokens each, d_model {}, {} heads, {} layers",
+                         variants.size(), opt->max_len, opt->model.d_model, opt->model.heads, opt->model.layers);
             const auto points = run_generate_bench(*opt, variants, [](const std::string& s) { spdlog::info("{}", s); });
             make_dirs(*out);
             write_file_atomic(*out + "/generate.csv", generate_bench_csv(points));
             std::cout << generate_bench_report(points, variants.front().name);
-            spdlog::info("wrote {}/generate.csv (plot: /usr/bin/python3 bench/plot_generate.py {}/generate.csv)", *out, *out);
+            spdlog::info("wrote {}/generate.csv (plot: /usr/bin/python3 bench/plot_generate.py {}/generate.csv)", *out,
+                         *out);
             return exit_ok;
         };
     });

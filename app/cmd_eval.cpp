@@ -18,18 +18,24 @@ void add_eval(CLI::App& app, action& chosen) {
     auto run_dir = std::make_shared<std::string>();
     auto threads = std::make_shared<int>(0);
     cmd->add_option("RUN_DIR", *run_dir, "A run directory, results/<name>/runs/<run_id>")->required();
-    cmd->add_option("--threads", *threads, "Threads for OpenMP and Eigen (0: all cores)")->capture_default_str()
+    cmd->add_option("--threads", *threads, "Threads for OpenMP and Eigen (0: all cores)")
+        ->capture_default_str()
         ->check(CLI::Range(0, 1024));
     auto form = std::make_shared<attention_form>(attention_form::parallel);
     auto layout = std::make_shared<state_layout>(state_layout::symmetric);
     cmd->add_option("--form", *form, "Attention form: parallel (quadratic) or recurrent (step by step with a state)")
-        ->transform(CLI::CheckedTransformer(std::map<std::string, attention_form>{
-            {"parallel", attention_form::parallel}, {"recurrent", attention_form::recurrent}}).description(""))
-        ->default_str("parallel")->type_name("parallel|recurrent");
+        ->transform(
+            CLI::CheckedTransformer(std::map<std::string, attention_form>{{"parallel", attention_form::parallel},
+                                                                          {"recurrent", attention_form::recurrent}})
+                .description(""))
+        ->default_str("parallel")
+        ->type_name("parallel|recurrent");
     cmd->add_option("--layout", *layout, "Taylor state layout of the recurrent form: symmetric or full")
-        ->transform(CLI::CheckedTransformer(std::map<std::string, state_layout>{
-            {"symmetric", state_layout::symmetric}, {"full", state_layout::full}}).description(""))
-        ->default_str("symmetric")->type_name("symmetric|full");
+        ->transform(CLI::CheckedTransformer(std::map<std::string, state_layout>{{"symmetric", state_layout::symmetric},
+                                                                                {"full", state_layout::full}})
+                        .description(""))
+        ->default_str("symmetric")
+        ->type_name("symmetric|full");
     cmd->callback([=, &chosen] {
         chosen = [=] {
             set_threads(*threads);

@@ -92,9 +92,10 @@ void add_run(CLI::App& app, action& chosen) {
             const sweep_outcome res = run_sweep(spec, ro);
             if (res.interrupted) {
                 const int sig = stop_signal.load();
-                spdlog::warn("{}: finished runs are kept in {} and stopped runs saved their state; run the same "
-                             "command to continue",
-                             sig == SIGTERM ? "terminated" : "interrupted", res.dir);
+                spdlog::warn(
+                    "{}: finished runs are kept in {} and stopped runs saved their state; run the same "
+                    "command to continue",
+                    sig == SIGTERM ? "terminated" : "interrupted", res.dir);
                 return sig == SIGTERM ? exit_terminated : exit_interrupted;
             }
             return exit_ok;

@@ -13,7 +13,8 @@
 namespace attnlab::cli {
 
 void add_state(CLI::App& app, action& chosen) {
-    auto* cmd = app.add_subcommand("state", "Print the recurrent state size of every run of a spec, per layer and head");
+    auto* cmd =
+        app.add_subcommand("state", "Print the recurrent state size of every run of a spec, per layer and head");
     auto opts = std::make_shared<spec_options>();
     opts->add_to(*cmd);
     cmd->callback([opts, &chosen] {
@@ -25,8 +26,8 @@ void add_state(CLI::App& app, action& chosen) {
                         "bytes_sym");
             for (const auto& run : spec.runs) {
                 const state_size s = run_state_size(run.config);
-                std::printf("%-*s  %-8s %14.6g %14.6g %14.6g\n", width, run.id.c_str(), s.finite ? "finite" : "kv_cache",
-                            s.symmetric_floats, s.full_floats, s.bytes());
+                std::printf("%-*s  %-8s %14.6g %14.6g %14.6g\n", width, run.id.c_str(),
+                            s.finite ? "finite" : "kv_cache", s.symmetric_floats, s.full_floats, s.bytes());
             }
             return exit_ok;
         };

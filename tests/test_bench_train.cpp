@@ -8,7 +8,7 @@
 #include "attnlab/bench/train_bench.hpp"
 #include "attnlab/spec/spec.hpp"
 #include "attnlab/util/subprocess.hpp"
-#include "process_support.hpp"
+#include "support/process_support.hpp"
 
 using namespace attnlab;
 using namespace attnlab::test;

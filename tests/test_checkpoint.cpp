@@ -95,7 +95,9 @@ std::string read_error(const std::string& path, const std::string& bytes, const 
 
 model_config small_model(position_kind pos, mlp_kind mlp) {
     model_config m;
-    m.layers = 2; m.d_model = 16; m.heads = 2;
+    m.layers = 2;
+    m.d_model = 16;
+    m.heads = 2;
     m.position = pos;
     m.mlp = mlp;
     return m;
@@ -168,7 +170,8 @@ TEST_CASE("safetensors: extra metadata is written and read back", "[checkpoint]"
     const std::string bytes = safetensors_encode(tiny_layout(), tiny_params, {{"note", "a \"quoted\"\nline"}});
     safetensors_metadata meta;
     safetensors_decode(bytes, "tiny", tiny_layout(), &meta);
-    CHECK(meta == safetensors_metadata{{"format", "attnlab"}, {"version", ATTNLAB_VERSION}, {"note", "a \"quoted\"\nline"}});
+    CHECK(meta ==
+          safetensors_metadata{{"format", "attnlab"}, {"version", ATTNLAB_VERSION}, {"note", "a \"quoted\"\nline"}});
 }
 
 TEST_CASE("safetensors: a file written by another tool (other order, whitespace, escapes) reads", "[checkpoint]") {
@@ -191,10 +194,16 @@ TEST_CASE("checkpoint: round trip of a model with learned positions and a gelu M
     std::vector<std::pair<std::string, std::vector<int>>> expected = {{"embed.weight", {V, D}}, {"pos.weight", {T, D}}};
     for (int i = 0; i < 2; ++i) {
         const std::string b = "blocks." + std::to_string(i) + ".";
-        for (auto e : std::vector<std::pair<std::string, std::vector<int>>>{
-                 {"attn_norm.weight", {D}}, {"attn.q.weight", {D, D}}, {"attn.k.weight", {D, D}},
-                 {"attn.v.weight", {D, D}}, {"attn.o.weight", {D, D}}, {"mlp_norm.weight", {D}},
-                 {"mlp.up.weight", {F, D}}, {"mlp.up.bias", {F}}, {"mlp.down.weight", {D, F}}, {"mlp.down.bias", {D}}})
+        for (auto e : std::vector<std::pair<std::string, std::vector<int>>>{{"attn_norm.weight", {D}},
+                                                                            {"attn.q.weight", {D, D}},
+                                                                            {"attn.k.weight", {D, D}},
+                                                                            {"attn.v.weight", {D, D}},
+                                                                            {"attn.o.weight", {D, D}},
+                                                                            {"mlp_norm.weight", {D}},
+                                                                            {"mlp.up.weight", {F, D}},
+                                                                            {"mlp.up.bias", {F}},
+                                                                            {"mlp.down.weight", {D, F}},
+                                                                            {"mlp.down.bias", {D}}})
             expected.emplace_back(b + e.first, e.second);
     }
     expected.push_back({"norm.weight", {D}});
@@ -209,10 +218,15 @@ TEST_CASE("checkpoint: round trip of a model with rope and a swiglu MLP, SPEC na
     std::vector<std::pair<std::string, std::vector<int>>> expected = {{"embed.weight", {V, D}}};
     for (int i = 0; i < 2; ++i) {
         const std::string b = "blocks." + std::to_string(i) + ".";
-        for (auto e : std::vector<std::pair<std::string, std::vector<int>>>{
-                 {"attn_norm.weight", {D}}, {"attn.q.weight", {D, D}}, {"attn.k.weight", {D, D}},
-                 {"attn.v.weight", {D, D}}, {"attn.o.weight", {D, D}}, {"mlp_norm.weight", {D}},
-                 {"mlp.gate.weight", {F, D}}, {"mlp.up.weight", {F, D}}, {"mlp.down.weight", {D, F}}})
+        for (auto e : std::vector<std::pair<std::string, std::vector<int>>>{{"attn_norm.weight", {D}},
+                                                                            {"attn.q.weight", {D, D}},
+                                                                            {"attn.k.weight", {D, D}},
+                                                                            {"attn.v.weight", {D, D}},
+                                                                            {"attn.o.weight", {D, D}},
+                                                                            {"mlp_norm.weight", {D}},
+                                                                            {"mlp.gate.weight", {F, D}},
+                                                                            {"mlp.up.weight", {F, D}},
+                                                                            {"mlp.down.weight", {D, F}}})
             expected.emplace_back(b + e.first, e.second);
     }
     expected.push_back({"norm.weight", {D}});
@@ -233,10 +247,13 @@ TEST_CASE("checkpoint: gate and out_norm tensors of SPEC §3 round-trip through 
     const std::string bytes = safetensors_encode(L, params);
     CHECK(safetensors_decode(bytes, "gates", L) == params);
     const std::string header = header_of(bytes);
-    for (const auto& [name, shape] : std::vector<std::pair<std::string, std::vector<int>>>{
-             {"blocks.0.attn.in_gate.weight", {2, 16}}, {"blocks.0.attn.in_gate.bias", {2}},
-             {"blocks.0.attn.out_gate.weight", {2, 16}}, {"blocks.0.attn.out_gate.bias", {2}},
-             {"blocks.1.attn.out_norm.weight", {8}}, {"blocks.1.attn.out_norm.bias", {8}}}) {
+    for (const auto& [name, shape] :
+         std::vector<std::pair<std::string, std::vector<int>>>{{"blocks.0.attn.in_gate.weight", {2, 16}},
+                                                               {"blocks.0.attn.in_gate.bias", {2}},
+                                                               {"blocks.0.attn.out_gate.weight", {2, 16}},
+                                                               {"blocks.0.attn.out_gate.bias", {2}},
+                                                               {"blocks.1.attn.out_norm.weight", {8}},
+                                                               {"blocks.1.attn.out_norm.bias", {8}}}) {
         INFO(name);
         CHECK(count_of(header, entry_prefix(name, shape)) == 1);
     }
@@ -249,10 +266,15 @@ TEST_CASE("safetensors: a truncated file is an io_error naming the file, at ever
     const std::string path = dir / "model.safetensors";
     const std::string good = safetensors_encode(tiny_layout(), tiny_params);
     const std::size_t n = header_of(good).size();
-    const std::vector<std::pair<std::size_t, std::string>> cases = {
-        {0, "too short"}, {5, "too short"}, {7, "too short"},
-        {8, "header length"}, {8 + n / 2, "header length"}, {8 + n - 1, "header length"},
-        {8 + n, "data section truncated"}, {8 + n + 5, "data section truncated"}, {good.size() - 1, "data section truncated"}};
+    const std::vector<std::pair<std::size_t, std::string>> cases = {{0, "too short"},
+                                                                    {5, "too short"},
+                                                                    {7, "too short"},
+                                                                    {8, "header length"},
+                                                                    {8 + n / 2, "header length"},
+                                                                    {8 + n - 1, "header length"},
+                                                                    {8 + n, "data section truncated"},
+                                                                    {8 + n + 5, "data section truncated"},
+                                                                    {good.size() - 1, "data section truncated"}};
     for (const auto& [len, what] : cases) {
         INFO("truncated to " << len << " bytes");
         const std::string msg = read_error(path, good.substr(0, len), tiny_layout());
@@ -473,7 +495,8 @@ TEST_CASE("eval: a trained run's checkpoint reproduces the last test row of metr
     REQUIRE(last_test.size() > 4);
     CHECK(last_test[0] == "20");
 
-    const std::string expected = "test loss " + last_test[2] + " token_acc " + last_test[3] + " seq_acc " + last_test[4] + "\n";
+    const std::string expected =
+        "test loss " + last_test[2] + " token_acc " + last_test[3] + " seq_acc " + last_test[4] + "\n";
     const process_result r = run_binary("eval '" + run_dir + "'", dir / "err.txt");
     INFO("stderr: " << r.err);
     CHECK(r.code == 0);
@@ -483,7 +506,8 @@ TEST_CASE("eval: a trained run's checkpoint reproduces the last test row of metr
     // In process, the same numbers.
     const eval_metrics m = evaluate_run_dir(run_dir);
     CHECK("test loss " + format_number(m.loss) + " token_acc " + format_number(m.token_acc) + " seq_acc " +
-              format_number(m.seq_acc) + "\n" == expected);
+              format_number(m.seq_acc) + "\n" ==
+          expected);
 
     // A truncated copy of the checkpoint: exit 1, one error line naming the file.
     const std::string bad_dir = dir / "bad_run";

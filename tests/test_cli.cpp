@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "process_support.hpp"
+#include "support/process_support.hpp"
 
 namespace fs = std::filesystem;
 using namespace attnlab::test;
@@ -143,17 +143,17 @@ TEST_CASE("attnlab rejects a bad command line with exit code 2", "[cli]") {
     write_text(spec, tiny_spec);
     const fs::path out = dir / "out";
     const std::vector<std::vector<std::string>> bad = {
-        {},                                                          // no subcommand
-        {"--bogus"},                                                 // unknown app option
-        {"frobnicate", spec.string()},                               // unknown verb
-        {"validate"},                                                // no SPEC
-        {"list"},                                                    // no SPEC
-        {"validate", spec.string(), "--bogus"},                      // unknown verb option
-        {"validate", spec.string(), spec.string()},                  // two SPECs
-        {"run", spec.string(), "--out", out.string(), "--bogus"},    // unknown run option
+        {},                                                        // no subcommand
+        {"--bogus"},                                               // unknown app option
+        {"frobnicate", spec.string()},                             // unknown verb
+        {"validate"},                                              // no SPEC
+        {"list"},                                                  // no SPEC
+        {"validate", spec.string(), "--bogus"},                    // unknown verb option
+        {"validate", spec.string(), spec.string()},                // two SPECs
+        {"run", spec.string(), "--out", out.string(), "--bogus"},  // unknown run option
         {"run", spec.string(), "--out", out.string(), "--threads", "-1"},
         {"run", spec.string(), "--out", out.string(), "--threads", "two"},
-        {"run", "--out", out.string()},                              // no SPEC
+        {"run", "--out", out.string()},  // no SPEC
     };
     for (const auto& args : bad) {
         std::string cmd = "attnlab";
@@ -499,8 +499,8 @@ TEST_CASE("attnlab run applies --set to every run", "[cli]") {
     check_steps(25);
 
     // Later --set of the same key wins.
-    r = run_cli({"run", spec.string(), "--out", out.string(), "--threads", "1", "--set", "train.steps=30",
-                 "--set", "train.steps=12"});
+    r = run_cli({"run", spec.string(), "--out", out.string(), "--threads", "1", "--set", "train.steps=30", "--set",
+                 "train.steps=12"});
     REQUIRE(r.code == 0);
     check_steps(12);
 }
@@ -554,8 +554,8 @@ TEST_CASE("attnlab run records a diverging run and goes on", "[cli]") {
     CHECK_THAT(read_text(out / "tiny/runs/seed=0/result.yaml"), Contains("status: diverged\n"));
 
     // A diverged run is finished too: it is skipped when the spec is run again.
-    const auto again = run_cli({"run", spec.string(), "--out", out.string(), "--threads", "1", "--set",
-                                "train.lr=1e30", "--set", "train.clip=0"});
+    const auto again = run_cli({"run", spec.string(), "--out", out.string(), "--threads", "1", "--set", "train.lr=1e30",
+                                "--set", "train.clip=0"});
     CHECK(again.code == 0);
     CHECK(count_of(again.err, "already done (diverged), skipped") == 2);
 }
@@ -613,7 +613,7 @@ TEST_CASE("attnlab run stops on SIGINT with exit code 130 and keeps finished run
     REQUIRE(fs::is_regular_file(res / "summary.csv"));
     REQUIRE(fs::is_regular_file(res / "table.md"));
     const auto sum = lines_of(read_text(res / "summary.csv"));
-    REQUIRE(sum.size() == 2);  // header + the finished run
+    REQUIRE(sum.size() == 2);                                         // header + the finished run
     CHECK_THAT(sum[1], StartsWith("\"train.steps=20,seed=0\",ok,"));  // the id has a comma: quoted
     const std::string done_metrics = read_text(done_run / "metrics.csv");
 

@@ -17,7 +17,7 @@
 #include "attnlab/train/checkpoint.hpp"
 #include "attnlab/train/trainer.hpp"
 #include "attnlab/util/error.hpp"
-#include "process_support.hpp"
+#include "support/process_support.hpp"
 
 using namespace attnlab;
 using namespace attnlab::test;
@@ -42,8 +42,8 @@ struct run_files {
 
 run_files run_once(const temp_dir& tmp, const fs::path& spec, const std::string& name, int threads) {
     const fs::path out = tmp / name;
-    const auto r = run_cli({"run", spec.string(), "--out", out.string(), "--threads", std::to_string(threads)},
-                           tmp.path());
+    const auto r =
+        run_cli({"run", spec.string(), "--out", out.string(), "--threads", std::to_string(threads)}, tmp.path());
     INFO(r.err);
     REQUIRE(r.code == 0);
     const fs::path run = out / "det" / "runs" / "seed=3";
@@ -52,8 +52,7 @@ run_files run_once(const temp_dir& tmp, const fs::path& spec, const std::string&
 
 }  // namespace
 
-TEST_CASE("the same spec, seed and thread count give the same metrics and checkpoint, byte for byte",
-          "[determinism]") {
+TEST_CASE("the same spec, seed and thread count give the same metrics and checkpoint, byte for byte", "[determinism]") {
     temp_dir tmp;
     const fs::path spec = tmp / "det.yaml";
     write_text(spec, parallel_spec);

@@ -29,7 +29,7 @@
 #include "attnlab/run/resources.hpp"
 #include "attnlab/run/summary.hpp"
 #include "attnlab/spec/spec.hpp"
-#include "process_support.hpp"
+#include "support/process_support.hpp"
 
 namespace fs = std::filesystem;
 using namespace attnlab;
@@ -131,7 +131,8 @@ void check_equals_reference(const fs::path& res, const fs::path& ref, const std:
     const fs::path run = res / "runs" / id, ref_run = ref / "runs" / id;
     REQUIRE(present(run / "result.yaml"));
     CHECK(line_count(run / "metrics.csv") == full_metrics_lines);
-    CHECK(metrics_without_timings(read_text(run / "metrics.csv")) == metrics_without_timings(read_text(ref_run / "metrics.csv")));
+    CHECK(metrics_without_timings(read_text(run / "metrics.csv")) ==
+          metrics_without_timings(read_text(ref_run / "metrics.csv")));
     CHECK(read_text(run / "model.safetensors") == read_text(ref_run / "model.safetensors"));
     CHECK_FALSE(present(run / "resume.state"));
 }
@@ -196,8 +197,7 @@ cli_result run_with_file_limit(const std::vector<std::string>& args, rlim_t fsiz
 
 }  // namespace
 
-TEST_CASE("SIGINT or SIGTERM mid-run saves the run's state; the next run resumes it as if never stopped",
-          "[faults]") {
+TEST_CASE("SIGINT or SIGTERM mid-run saves the run's state; the next run resumes it as if never stopped", "[faults]") {
     temp_dir tmp;
     const fs::path spec = tmp / "faults.yaml";
     write_text(spec, two_seeds);
@@ -242,24 +242,23 @@ TEST_CASE("SIGINT or SIGTERM mid-run saves the run's state; the next run resumes
     CHECK_THAT(second.err, Contains("[1/2 seed=0] already done (ok), skipped"));
     CHECK_THAT(second.err, Contains("[2/2 seed=1] training 4000 steps, resumed after step "));
     CHECK(count_of(second.err, "training 4000 steps\n") == 0);  // not redone from step 0
-    CHECK(snapshot(done_run) == done_files);                   // byte for byte
+    CHECK(snapshot(done_run) == done_files);                    // byte for byte
 
     const fs::path ref = reference(tmp, spec);
     check_equals_reference(res, ref, "seed=0");
     check_equals_reference(res, ref, "seed=1");
-    CHECK(summary_without_timings(read_text(res / "summary.csv")) == summary_without_timings(read_text(ref / "summary.csv")));
+    CHECK(summary_without_timings(read_text(res / "summary.csv")) ==
+          summary_without_timings(read_text(ref / "summary.csv")));
     CHECK(read_text(res / "table.md") == read_text(ref / "table.md"));
     CHECK(temporaries(res).empty());
 }
 
-TEST_CASE("SIGTERM stops every run of --jobs 2 in progress; each resumes and equals an uninterrupted run",
-          "[faults]") {
+TEST_CASE("SIGTERM stops every run of --jobs 2 in progress; each resumes and equals an uninterrupted run", "[faults]") {
     temp_dir tmp;
     const fs::path spec = tmp / "faults.yaml";
     write_text(spec, two_seeds);
     const fs::path out = tmp / "out", res = out / "faults";
-    const std::vector<std::string> cmd = {"run",       spec.string(), "--out",  out.string(),
-                                          "--threads", "2",           "--jobs", "2"};
+    const std::vector<std::string> cmd = {"run", spec.string(), "--out", out.string(), "--threads", "2", "--jobs", "2"};
     const child c = spawn(cmd, tmp.path());
     wait_until(c, [&] {
         return line_count(res / "runs" / "seed=0" / "metrics.csv") >= 6 &&
@@ -350,13 +349,16 @@ TEST_CASE("SIGKILL mid-run: finished runs stay byte for byte, the rerun complete
     INFO("second stderr:\n" << second.err);
     REQUIRE(second.code == 0);
     CHECK_THAT(second.err, Contains("[1/2 seed=0] already done (ok), skipped"));
-    if (periodic) CHECK_THAT(second.err, Contains("[2/2 seed=1] training 4000 steps, resumed after step "));
-    else CHECK_THAT(second.err, Contains("[2/2 seed=1] training 4000 steps\n"));
+    if (periodic)
+        CHECK_THAT(second.err, Contains("[2/2 seed=1] training 4000 steps, resumed after step "));
+    else
+        CHECK_THAT(second.err, Contains("[2/2 seed=1] training 4000 steps\n"));
     CHECK(snapshot(done_run) == done_files);
     CHECK(lines_of(summary).size() == 2);  // the summary of the killed process: header + seed=0
     const fs::path ref = reference(tmp, spec);
     check_equals_reference(res, ref, "seed=1");
-    CHECK(summary_without_timings(read_text(res / "summary.csv")) == summary_without_timings(read_text(ref / "summary.csv")));
+    CHECK(summary_without_timings(read_text(res / "summary.csv")) ==
+          summary_without_timings(read_text(ref / "summary.csv")));
     CHECK(temporaries(res).empty());
 }
 
@@ -418,8 +420,7 @@ TEST_CASE("a full disk (RLIMIT_FSIZE) ends the run with an error naming the file
 
     // Each limit stops the sweep at another file: metrics.csv (a row cut short),
     // model.safetensors (an atomic write whose temporary file is removed).
-    const std::vector<std::pair<rlim_t, std::string>> limits = {
-        {600, "metrics.csv"}, {8000, "model.safetensors"}};
+    const std::vector<std::pair<rlim_t, std::string>> limits = {{600, "metrics.csv"}, {8000, "model.safetensors"}};
     for (const auto& [limit, file] : limits) {
         INFO("RLIMIT_FSIZE " << limit);
         const cli_result r = run_with_file_limit(cmd, limit, tmp.path());
@@ -461,8 +462,8 @@ TEST_CASE("a sweep that cannot fit in --max-memory is refused before anything ru
     const fs::path out = tmp / "out";
 
     SECTION("one run larger than the limit: exit code 2, the estimate and the limit named, nothing written") {
-        const auto r = run_cli({"run", spec.string(), "--out", out.string(), "--threads", "1", "--max-memory", "10K"},
-                               tmp.path());
+        const auto r =
+            run_cli({"run", spec.string(), "--out", out.string(), "--threads", "1", "--max-memory", "10K"}, tmp.path());
         INFO(r.err);
         CHECK(r.code == 2);
         CHECK_THAT(r.err, Contains("attnlab: error: not enough memory: run seed=0 needs about " +

@@ -14,8 +14,8 @@
 #include "attnlab/run/resources.hpp"
 #include "attnlab/spec/spec.hpp"
 #include "attnlab/util/error.hpp"
-#include "process_support.hpp"
-#include "variant_cases.hpp"
+#include "support/process_support.hpp"
+#include "support/variant_cases.hpp"
 
 using namespace attnlab;
 using namespace attnlab::test;
@@ -156,9 +156,8 @@ TEST_CASE("memory estimate against the peak memory of the binary training one st
     auto peak_kib = [&](const std::string& name, const std::string& text, int threads) {
         const fs::path spec = tmp / (name + ".yaml");
         write_text(spec, text);
-        const child c = spawn({"run", spec.string(), "--out", (tmp / name).string(), "--threads",
-                               std::to_string(threads)},
-                              tmp.path());
+        const child c = spawn(
+            {"run", spec.string(), "--out", (tmp / name).string(), "--threads", std::to_string(threads)}, tmp.path());
         int status = 0;
         struct rusage ru {};
         REQUIRE(::wait4(c.pid, &status, 0, &ru) == c.pid);

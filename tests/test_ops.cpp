@@ -7,12 +7,10 @@
 
 #include "attnlab/ops/ops.hpp"
 #include "attnlab/ops/vector_math.hpp"
-#include "gradcheck.hpp"
+#include "support/gradcheck.hpp"
 
 using namespace attnlab;
 using namespace attnlab::test;
-
-
 
 TEST_CASE("embedding: gradients of token and position tables", "[ops][grad]") {
     const int B = 2, T = 3, C = 4, V = 5;
@@ -98,14 +96,13 @@ TEST_CASE("cross-entropy: gradient of the mean loss over answer rows", "[ops][gr
     vec logits = random_vector(A * V, r, 2.0);
     const std::vector<std::int32_t> tgt = {0, 4, 2};
     vec probs(A * V), losses(A);
-    op_check c{{&logits},
-               [&](vec& out) {
-                   out[0] = cross_entropy_forward(probs.data(), losses.data(), logits.data(), tgt.data(), A, V);
-               },
-               [&](std::vector<vec>& g, const vec& d) {
-                   cross_entropy_backward(g[0].data(), probs.data(), tgt.data(), d[0] / A, A, V);
-               },
-               1};
+    op_check c{
+        {&logits},
+        [&](vec& out) { out[0] = cross_entropy_forward(probs.data(), losses.data(), logits.data(), tgt.data(), A, V); },
+        [&](std::vector<vec>& g, const vec& d) {
+            cross_entropy_backward(g[0].data(), probs.data(), tgt.data(), d[0] / A, A, V);
+        },
+        1};
     c.run();
 }
 
@@ -175,7 +172,8 @@ TEST_CASE("vectorised float exp and SwiGLU match double precision", "[ops]") {
     exp_shifted(e.data(), x.data(), static_cast<long>(x.size()), 0.0f);
     double worst = 0;
     for (size_t i = 0; i < x.size(); ++i)
-        worst = std::max(worst, std::abs(e[i] - std::exp(static_cast<double>(x[i]))) / std::exp(static_cast<double>(x[i])));
+        worst =
+            std::max(worst, std::abs(e[i] - std::exp(static_cast<double>(x[i]))) / std::exp(static_cast<double>(x[i])));
     CHECK(worst <= 4e-7);
     std::vector<float> big = {100.0f, -100.0f, -1e30f};  // clamped, never inf or nan
     std::vector<float> eb(3);
@@ -191,8 +189,12 @@ TEST_CASE("vectorised float exp and SwiGLU match double precision", "[ops]") {
     std::vector<float> g(n), u(n), d(n), out(n), dg(n, 0.5f), du(n, -0.25f);
     std::vector<double> gd(n), ud(n), dd(n), outd(n), dgd(n, 0.5), dud(n, -0.25);
     for (long i = 0; i < n; ++i) {
-        g[i] = static_cast<float>(4 * r.normal()); u[i] = static_cast<float>(r.normal()); d[i] = static_cast<float>(r.normal());
-        gd[i] = g[i]; ud[i] = u[i]; dd[i] = d[i];
+        g[i] = static_cast<float>(4 * r.normal());
+        u[i] = static_cast<float>(r.normal());
+        d[i] = static_cast<float>(r.normal());
+        gd[i] = g[i];
+        ud[i] = u[i];
+        dd[i] = d[i];
     }
     swiglu_rows(out.data(), g.data(), u.data(), n);
     swiglu_rows(outd.data(), gd.data(), ud.data(), n);

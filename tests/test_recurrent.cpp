@@ -8,8 +8,8 @@
 #include <limits>
 
 #include "attnlab/attention/recurrent.hpp"
-#include "gradcheck.hpp"
-#include "variant_cases.hpp"
+#include "support/gradcheck.hpp"
+#include "support/variant_cases.hpp"
 
 using namespace attnlab;
 using namespace attnlab::test;
@@ -47,7 +47,9 @@ struct layer_inputs {
     }
     attention_inputs<double> view(const attention_config& cfg, const vec& q_used) const {
         attention_inputs<double> in;
-        in.q = q_used.data(); in.k = k.data(); in.v = v.data();
+        in.q = q_used.data();
+        in.k = k.data();
+        in.v = v.data();
         if (cfg.in_gate) in.in_gate = g_in.data();
         if (uses_out_gate(cfg)) in.out_gate = g_out.data();
         if (!params.empty()) in.denom_params = params.data();

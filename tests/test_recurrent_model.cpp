@@ -7,21 +7,33 @@
 #include "attnlab/model/transformer.hpp"
 #include "attnlab/tasks/task.hpp"
 #include "attnlab/train/trainer.hpp"
-#include "model_check.hpp"
+#include "support/model_check.hpp"
 
 using namespace attnlab;
 using namespace attnlab::test;
 
 TEST_CASE("model forward: recurrent form = parallel form in double", "[recurrent][model]") {
     std::vector<attention_config> cases(5);
-    cases[0].numerator = numerator_kind::taylor; cases[0].order = 3; cases[0].denominator = denominator_kind::norm;
-    cases[0].in_gate = true; cases[0].out_gate = true;
-    cases[1].numerator = numerator_kind::elu1; cases[1].denominator = denominator_kind::softmax;
-    cases[2].numerator = numerator_kind::exp; cases[2].denominator = denominator_kind::softmax;  // KV cache
-    cases[3].numerator = numerator_kind::linear; cases[3].denominator = denominator_kind::layernorm;
-    cases[4].numerator = numerator_kind::taylor; cases[4].order = 2; cases[4].denominator = denominator_kind::gate;
+    cases[0].numerator = numerator_kind::taylor;
+    cases[0].order = 3;
+    cases[0].denominator = denominator_kind::norm;
+    cases[0].in_gate = true;
+    cases[0].out_gate = true;
+    cases[1].numerator = numerator_kind::elu1;
+    cases[1].denominator = denominator_kind::softmax;
+    cases[2].numerator = numerator_kind::exp;
+    cases[2].denominator = denominator_kind::softmax;  // KV cache
+    cases[3].numerator = numerator_kind::linear;
+    cases[3].denominator = denominator_kind::layernorm;
+    cases[4].numerator = numerator_kind::taylor;
+    cases[4].order = 2;
+    cases[4].denominator = denominator_kind::gate;
     task_config t;
-    t.kind = task_kind::lookup; t.vocab = 16; t.seq_len = 8; t.pairs = 2; t.test_examples = 6;
+    t.kind = task_kind::lookup;
+    t.vocab = 16;
+    t.seq_len = 8;
+    t.pairs = 2;
+    t.test_examples = 6;
     auto data = make_task(t, 3);
     const batch& test = data->test_set();
     for (const auto& a : cases) {
@@ -46,11 +58,20 @@ TEST_CASE("model forward: recurrent form = parallel form in double", "[recurrent
 TEST_CASE("a trained lookup model predicts the same in recurrent and parallel form", "[recurrent][model][slow]") {
     run_config c;
     c.task.kind = task_kind::lookup;
-    c.task.vocab = 32; c.task.seq_len = 16; c.task.pairs = 2; c.task.test_examples = 256;
-    c.model.layers = 2; c.model.d_model = 32; c.model.heads = 2;
-    c.attention.numerator = numerator_kind::taylor; c.attention.order = 2;
+    c.task.vocab = 32;
+    c.task.seq_len = 16;
+    c.task.pairs = 2;
+    c.task.test_examples = 256;
+    c.model.layers = 2;
+    c.model.d_model = 32;
+    c.model.heads = 2;
+    c.attention.numerator = numerator_kind::taylor;
+    c.attention.order = 2;
     c.attention.denominator = denominator_kind::softmax;
-    c.train.steps = 300; c.train.lr = 3e-3; c.train.warmup = 50; c.train.eval_every = 300;
+    c.train.steps = 300;
+    c.train.lr = 3e-3;
+    c.train.warmup = 50;
+    c.train.eval_every = 300;
     std::vector<float> trained;
     train_callbacks cb;
     cb.on_finished = [&](const transformer<float>& m) { trained = m.params; };
@@ -76,10 +97,14 @@ TEST_CASE("generation step by step gives the parallel model's next-token losses"
     // Targets = next tokens at every position: the parallel forward's losses
     // must equal -log softmax(step logits)[next token] of the generator.
     std::vector<attention_config> cases(3);
-    cases[0].numerator = numerator_kind::taylor; cases[0].order = 2; cases[0].denominator = denominator_kind::softmax;
+    cases[0].numerator = numerator_kind::taylor;
+    cases[0].order = 2;
+    cases[0].denominator = denominator_kind::softmax;
     cases[0].in_gate = true;
-    cases[1].numerator = numerator_kind::exp; cases[1].denominator = denominator_kind::softmax;
-    cases[2].numerator = numerator_kind::cosine; cases[2].denominator = denominator_kind::rmsnorm;
+    cases[1].numerator = numerator_kind::exp;
+    cases[1].denominator = denominator_kind::softmax;
+    cases[2].numerator = numerator_kind::cosine;
+    cases[2].denominator = denominator_kind::rmsnorm;
     cases[2].out_gate = true;
     const std::vector<std::int32_t> seq = {3, 1, 4, 1, 5, 6, 2, 6, 5};  // 8 inputs, 8 next tokens
     const int T = 8, V = 7;

@@ -9,7 +9,7 @@
 #include "attnlab/io/files.hpp"
 #include "attnlab/run/runner.hpp"
 #include "attnlab/run/summary.hpp"
-#include "process_support.hpp"
+#include "support/process_support.hpp"
 
 using namespace attnlab;
 using attnlab::test::temp_dir;

@@ -24,30 +24,29 @@ namespace {
 
 // A valid spec; the line numbers are the ones the error tests expect.
 const std::string base_spec =
-    "name: t\n"                 // 1
-    "base:\n"                   // 2
-    "  seed: 0\n"               // 3
-    "  task:\n"                 // 4
-    "    kind: lookup\n"        // 5
-    "    vocab: 64\n"           // 6
-    "    seq_len: 32\n"         // 7
-    "    pairs: 4\n"            // 8
-    "  model:\n"                // 9
-    "    layers: 2\n"           // 10
-    "    d_model: 32\n"         // 11
-    "    heads: 2\n"            // 12
-    "  attention:\n"            // 13
-    "    numerator: exp\n"      // 14
-    "    denominator: softmax\n"// 15
-    "  train:\n"                // 16
-    "    steps: 100\n"          // 17
-    "    lr: 0.01\n"            // 18
-    "    warmup: 10\n";         // 19
+    "name: t\n"                   // 1
+    "base:\n"                     // 2
+    "  seed: 0\n"                 // 3
+    "  task:\n"                   // 4
+    "    kind: lookup\n"          // 5
+    "    vocab: 64\n"             // 6
+    "    seq_len: 32\n"           // 7
+    "    pairs: 4\n"              // 8
+    "  model:\n"                  // 9
+    "    layers: 2\n"             // 10
+    "    d_model: 32\n"           // 11
+    "    heads: 2\n"              // 12
+    "  attention:\n"              // 13
+    "    numerator: exp\n"        // 14
+    "    denominator: softmax\n"  // 15
+    "  train:\n"                  // 16
+    "    steps: 100\n"            // 17
+    "    lr: 0.01\n"              // 18
+    "    warmup: 10\n";           // 19
 
 // The task section of base_spec, and the same four lines for the other tasks.
 const std::string lookup_task = "    kind: lookup\n    vocab: 64\n    seq_len: 32\n    pairs: 4\n";
-const std::string selective_copy_task =
-    "    kind: selective_copy\n    vocab: 10\n    n_tokens: 4\n    noise_len: 12\n";
+const std::string selective_copy_task = "    kind: selective_copy\n    vocab: 10\n    n_tokens: 4\n    noise_len: 12\n";
 const std::string induction_task = "    kind: induction\n    vocab: 16\n    seq_len: 20\n    test_examples: 32\n";
 
 // base_spec with one exact piece of text replaced.
@@ -183,7 +182,8 @@ TEST_CASE("spec: selective_copy and induction specs", "[spec]") {
         CHECK_THAT(text, !Contains("seq_len") && !Contains("pairs") && !Contains("max_len"));
         // noise_len 0 is plain copying of M tokens: allowed.
         CHECK(parse_spec(edit("noise_len: 12", "noise_len: 0", edit(lookup_task, selective_copy_task)), "spec.yaml")
-                  .runs.at(0).config.task.noise_len == 0);
+                  .runs.at(0)
+                  .config.task.noise_len == 0);
     }
     SECTION("induction") {
         const experiment_spec s = parse_spec(edit(lookup_task, induction_task), "spec.yaml");
@@ -200,7 +200,8 @@ TEST_CASE("spec: selective_copy and induction specs", "[spec]") {
         CHECK_THAT(text, Contains("task:\n  kind: induction\n  vocab: 16\n  seq_len: 20\n  test_examples: 32\n"));
         // Odd lengths and seq_len 3 are fine for induction (not for lookup).
         CHECK(parse_spec(edit("seq_len: 20", "seq_len: 3", edit(lookup_task, induction_task)), "spec.yaml")
-                  .runs.at(0).config.task.seq_len == 3);
+                  .runs.at(0)
+                  .config.task.seq_len == 3);
     }
     SECTION("a sweep over task.kind keeps seq_len for induction and drops pairs") {
         const experiment_spec s = parse_spec(base_spec + "sweep: {task.kind: [lookup, induction]}\n", "spec.yaml");
@@ -213,8 +214,9 @@ TEST_CASE("spec: selective_copy and induction specs", "[spec]") {
     }
     SECTION("a union of grids gives selective_copy its keys") {
         const experiment_spec s = parse_spec(
-            base_spec + "sweep:\n  - {task.kind: [lookup]}\n"
-                        "  - {task.kind: [selective_copy], task.vocab: [6], task.n_tokens: [2, 3], task.noise_len: [5]}\n",
+            base_spec +
+                "sweep:\n  - {task.kind: [lookup]}\n"
+                "  - {task.kind: [selective_copy], task.vocab: [6], task.n_tokens: [2, 3], task.noise_len: [5]}\n",
             "spec.yaml");
         REQUIRE(s.runs.size() == 3);
         CHECK(s.runs[2].id == "task.kind=selective_copy,task.vocab=6,task.n_tokens=3,task.noise_len=5,seed=0");
@@ -274,18 +276,17 @@ TEST_CASE("spec: grids that overlap give each run once", "[spec]") {
                              "  - {attention.order: [2, 3], attention.numerator: [taylor]}\n"
                              "  - {attention.numerator: [exp, relu]}\n";
     const experiment_spec s = parse_spec(yaml, "spec.yaml");
-    CHECK(ids(s) == std::vector<std::string>{
-                        "attention.numerator=taylor,attention.order=1,seed=0",
-                        "attention.numerator=taylor,attention.order=2,seed=0",
-                        "attention.numerator=taylor,attention.order=3,seed=0",
-                        "attention.numerator=exp,seed=0", "attention.numerator=relu,seed=0"});
+    CHECK(ids(s) == std::vector<std::string>{"attention.numerator=taylor,attention.order=1,seed=0",
+                                             "attention.numerator=taylor,attention.order=2,seed=0",
+                                             "attention.numerator=taylor,attention.order=3,seed=0",
+                                             "attention.numerator=exp,seed=0", "attention.numerator=relu,seed=0"});
 }
 
 TEST_CASE("spec: --set overrides the base", "[spec]") {
     const std::string taylor = edit("    numerator: exp\n", "    numerator: taylor\n    order: 2\n");
     SECTION("a value everywhere") {
-        const experiment_spec s =
-            parse_spec(base_spec + "sweep: {model.layers: [1, 2]}\n", "spec.yaml", {"train.lr=0.5", "attention.clamp=5"});
+        const experiment_spec s = parse_spec(base_spec + "sweep: {model.layers: [1, 2]}\n", "spec.yaml",
+                                             {"train.lr=0.5", "attention.clamp=5"});
         CHECK(s.set_overrides == std::vector<std::string>{"train.lr=0.5", "attention.clamp=5"});
         CHECK(s.base.train.lr == 0.5);
         REQUIRE(s.runs.size() == 2);
@@ -300,8 +301,8 @@ TEST_CASE("spec: --set overrides the base", "[spec]") {
         CHECK(s.runs.at(0).config.attention.order == 0);
     }
     SECTION("a --set key that a sweep point makes meaningless is dropped there") {
-        const experiment_spec s = parse_spec(taylor + "sweep: {attention.numerator: [taylor, exp]}\n", "spec.yaml",
-                                             {"attention.order=3"});
+        const experiment_spec s =
+            parse_spec(taylor + "sweep: {attention.numerator: [taylor, exp]}\n", "spec.yaml", {"attention.order=3"});
         REQUIRE(s.runs.size() == 2);
         CHECK(s.runs[0].config.attention.order == 3);
         CHECK(s.runs[1].config.attention.order == 0);
@@ -314,7 +315,8 @@ TEST_CASE("spec: --set overrides the base", "[spec]") {
 }
 
 TEST_CASE("spec: false booleans count as not set", "[spec]") {
-    const std::string yaml = edit("    denominator: softmax\n", "    denominator: norm\n    detach_denominator: false\n");
+    const std::string yaml =
+        edit("    denominator: softmax\n", "    denominator: norm\n    detach_denominator: false\n");
     CHECK(parse_spec(yaml, "spec.yaml").runs.size() == 1);
 }
 
@@ -331,8 +333,9 @@ TEST_CASE("spec: run_config YAML round-trips exactly", "[spec]") {
         edit("  model:\n", "  model:\n    mlp: gelu\n    position: learned\n",
              edit("    numerator: exp\n    denominator: softmax\n",
                   "    numerator: elu1\n    denominator: norm\n    out_gate: true\n")),
-        edit("    lr: 0.01\n", "    lr: 0.30000000000000004\n    min_lr: 1.0e-5\n    schedule: constant\n"
-                             "    clip: 0\n    weight_decay: 0.0\n    power_a: 0.5\n",
+        edit("    lr: 0.01\n",
+             "    lr: 0.30000000000000004\n    min_lr: 1.0e-5\n    schedule: constant\n"
+             "    clip: 0\n    weight_decay: 0.0\n    power_a: 0.5\n",
              edit("    pairs: 4\n", "    pairs: 4\n    power_a: 0.5\n    random_filler: true\n")),
     };
     // The last edit puts power_a under train: drop it there again.
@@ -398,8 +401,8 @@ TEST_CASE("spec errors: wrong types", "[spec]") {
         "base:\n"
         "  task: [lookup, 64]\n"
         "  model: {layers: 2, d_model: 32, heads: 2}\n";
-    CHECK_THAT(error_of(task_list), StartsWith("spec.yaml:3: base.task: expected a map of kind, vocab") &&
-                                        Contains("got a list"));
+    CHECK_THAT(error_of(task_list),
+               StartsWith("spec.yaml:3: base.task: expected a map of kind, vocab") && Contains("got a list"));
     CHECK_THAT(error_of(edit("    steps: 100\n", "    steps: [100]\n")),
                StartsWith("spec.yaml:17: base.train.steps: expected an integer >= 1, got a list"));
 }
@@ -429,8 +432,9 @@ TEST_CASE("spec errors: missing required keys", "[spec]") {
 TEST_CASE("spec errors: impossible combinations in the base", "[spec]") {
     CHECK_THAT(error_of(edit("    heads: 2\n", "    heads: 3\n")),
                StartsWith("spec.yaml:12: base.model.heads: model.heads 3 does not divide model.d_model 32"));
-    CHECK_THAT(error_of(edit("    d_model: 32\n", "    d_model: 30\n")),
-               StartsWith("spec.yaml:12: base.model.heads: rope needs an even head dim, got d_model/heads = 30/2 = 15"));
+    CHECK_THAT(
+        error_of(edit("    d_model: 32\n", "    d_model: 30\n")),
+        StartsWith("spec.yaml:12: base.model.heads: rope needs an even head dim, got d_model/heads = 30/2 = 15"));
     CHECK_THAT(error_of(edit("    pairs: 4\n", "    pairs: 9\n")),
                StartsWith("spec.yaml:8: base.task.pairs: lookup needs 4 * task.pairs <= task.seq_len, got 4 * 9 > 32"));
     CHECK_THAT(error_of(edit("    vocab: 64\n", "    vocab: 32\n")),
@@ -486,9 +490,10 @@ TEST_CASE("spec errors: selective_copy and induction", "[spec]") {
     CHECK_THAT(error_of(edit("    test_examples: 32\n", "    pairs: 4\n", ind)),
                StartsWith("spec.yaml:8: base.task.pairs: has no effect") &&
                    Contains("task.kind is lookup, but task.kind is induction"));
-    CHECK_THAT(error_of(edit("    noise_len: 12\n", "    noise_len: 12\n    seq_len: 8\n", sc)),
-               StartsWith("spec.yaml:9: base.task.seq_len: has no effect") &&
-                   Contains("applies only when task.kind is one of lookup, induction, but task.kind is selective_copy"));
+    CHECK_THAT(
+        error_of(edit("    noise_len: 12\n", "    noise_len: 12\n    seq_len: 8\n", sc)),
+        StartsWith("spec.yaml:9: base.task.seq_len: has no effect") &&
+            Contains("applies only when task.kind is one of lookup, induction, but task.kind is selective_copy"));
     // lookup keeps its own rule on seq_len.
     CHECK_THAT(error_of(edit("    seq_len: 32\n", "    seq_len: 33\n")),
                StartsWith("spec.yaml:7: base.task.seq_len: lookup needs an even task.seq_len, got 33"));
@@ -522,7 +527,8 @@ TEST_CASE("spec errors: sweeps", "[spec]") {
                StartsWith("spec.yaml:20: sweep.train.lr: expected a number > 0, got 'fast'"));
     CHECK_THAT(error_of(base_spec + "sweep: {seed: [1, 2]}\n"),
                StartsWith("spec.yaml:20: sweep.seed: seeds are swept by the top-level key seeds"));
-    CHECK_THAT(error_of(base_spec + "seeds: [0, 1,\n        0]\n"), StartsWith("spec.yaml:21: seeds: duplicate seed 0"));
+    CHECK_THAT(error_of(base_spec + "seeds: [0, 1,\n        0]\n"),
+               StartsWith("spec.yaml:21: seeds: duplicate seed 0"));
     CHECK_THAT(error_of(base_spec + "seeds: []\n"), StartsWith("spec.yaml:20: seeds: empty list of seeds"));
 }
 
@@ -539,9 +545,10 @@ TEST_CASE("spec errors: a sweep list names the grid", "[spec]") {
 TEST_CASE("spec errors: --set", "[spec]") {
     const std::string swept = base_spec + "sweep: {model.layers: [1, 2]}\nseeds: [0, 1]\n";
     CHECK_THAT(error_of(base_spec, {"attention.order"}), StartsWith("--set: expected dotted.key=value"));
-    CHECK_THAT(error_of(base_spec, {"train.lr=fast"}), StartsWith("--set: train.lr: expected a number > 0, got 'fast'"));
-    CHECK_THAT(error_of(base_spec, {"train.lrate=1"}), StartsWith("--set: train.lrate: unknown key") &&
-                                                           Contains("train.lr,"));
+    CHECK_THAT(error_of(base_spec, {"train.lr=fast"}),
+               StartsWith("--set: train.lr: expected a number > 0, got 'fast'"));
+    CHECK_THAT(error_of(base_spec, {"train.lrate=1"}),
+               StartsWith("--set: train.lrate: unknown key") && Contains("train.lr,"));
     CHECK_THAT(error_of(base_spec, {"train.lr=[1"}), StartsWith("--set: train.lr: cannot read '[1' as a YAML value"));
     CHECK_THAT(error_of(swept, {"model.layers=3"}),
                StartsWith("--set: model.layers: is swept in the spec; --set cannot override it"));
@@ -569,9 +576,9 @@ TEST_CASE("spec errors: files and YAML", "[spec]") {
     } catch (const config_error& e) {
         CHECK_THAT(e.what(), Contains("bad_unknown_key.yaml:7: base.model.dmodel: unknown key"));
     }
-    CHECK_THROWS_MATCHES(load_spec(ATTNLAB_TEST_DATA "/specs/no_such_spec.yaml"), config_error,
-                         Catch::Matchers::Message(ATTNLAB_TEST_DATA
-                                                  "/specs/no_such_spec.yaml: cannot read: No such file or directory"));
+    CHECK_THROWS_MATCHES(
+        load_spec(ATTNLAB_TEST_DATA "/specs/no_such_spec.yaml"), config_error,
+        Catch::Matchers::Message(ATTNLAB_TEST_DATA "/specs/no_such_spec.yaml: cannot read: No such file or directory"));
     CHECK_THROWS_AS(run_config_from_yaml_file(temp_path("missing_config.yaml")), config_error);
 }
 

@@ -31,7 +31,7 @@
 
 #include "attnlab/spec/spec.hpp"
 #include "attnlab/util/error.hpp"
-#include "process_support.hpp"
+#include "support/process_support.hpp"
 
 #ifndef ATTNLAB_TEST_DATA
 #define ATTNLAB_TEST_DATA "tests/data"
@@ -105,8 +105,10 @@ void check_message(const corpus_case& c, const fs::path& path, const std::string
     CHECK_THAT(msg, StartsWith(expected_start(c, path)));
     if (c.line == 0) CHECK_THAT(msg, StartsWith(path.string() + ": "));  // and not "<path>:<digits>:"
     for (const std::string& f : c.fragments) {
-        if (f[0] == '!') CHECK_THAT(msg, !Contains(f.substr(1)));
-        else CHECK_THAT(msg, Contains(f));
+        if (f[0] == '!')
+            CHECK_THAT(msg, !Contains(f.substr(1)));
+        else
+            CHECK_THAT(msg, Contains(f));
     }
 }
 
@@ -156,9 +158,7 @@ bool can_open(const fs::path& p) {
 
 // In a child about to exec: uid and gid 65534, no other groups, so no
 // capabilities. Plain system calls only; false if the kernel refused.
-bool become_nobody() {
-    return ::setgroups(0, nullptr) == 0 && ::setgid(65534) == 0 && ::setuid(65534) == 0;
-}
+bool become_nobody() { return ::setgroups(0, nullptr) == 0 && ::setgid(65534) == 0 && ::setuid(65534) == 0; }
 
 // Whether a child that became nobody is refused `p`, as attnlab run by it
 // would be: a probe in a forked child.
@@ -232,8 +232,10 @@ TEST_CASE("spec corpus: the manifest lists every file of the corpus, and only th
         CHECK(listed.emplace(c.file, c.how).second);  // once
         CHECK(c.file.find('/') == std::string::npos);
         const fs::path p = corpus_dir / c.file;
-        if (c.how == "file" || c.how == "unreadable") CHECK(fs::is_regular_file(p));
-        else CHECK(!fs::exists(p));  // missing, directory: made (or not) by the test
+        if (c.how == "file" || c.how == "unreadable")
+            CHECK(fs::is_regular_file(p));
+        else
+            CHECK(!fs::exists(p));  // missing, directory: made (or not) by the test
     }
     std::set<std::string> on_disk;
     for (const fs::directory_entry& e : fs::directory_iterator(corpus_dir)) {
@@ -337,13 +339,16 @@ TEST_CASE("spec corpus: did you mean, for --set and for config files", "[spec][c
         }
         return std::string("no error");
     };
-    CHECK_THAT(error_of({"train.stpes=10"}), StartsWith("--set: train.stpes: unknown key, did you mean 'train.steps'?"));
+    CHECK_THAT(error_of({"train.stpes=10"}),
+               StartsWith("--set: train.stpes: unknown key, did you mean 'train.steps'?"));
     CHECK_THAT(error_of({"atention.order=2"}),
                StartsWith("--set: atention.order: unknown key, did you mean 'attention.order'?"));
     CHECK_THAT(error_of({"steps=10"}), StartsWith("--set: steps: unknown key, did you mean 'train.steps'?"));
-    CHECK_THAT(error_of({"schedule=cosin"}), StartsWith("--set: schedule: unknown key, did you mean 'train.schedule'?"));
-    CHECK_THAT(error_of({"train.schedule=cosin"}),
-               StartsWith("--set: train.schedule: expected one of cosine, constant, got 'cosin', did you mean 'cosine'?"));
+    CHECK_THAT(error_of({"schedule=cosin"}),
+               StartsWith("--set: schedule: unknown key, did you mean 'train.schedule'?"));
+    CHECK_THAT(
+        error_of({"train.schedule=cosin"}),
+        StartsWith("--set: train.schedule: expected one of cosine, constant, got 'cosin', did you mean 'cosine'?"));
     CHECK_THAT(error_of({"nothing.like.it=1"}), !Contains("did you mean"));
 
     const std::string config = run_config_to_yaml(parse_spec(spec, "spec.yaml").base);
@@ -355,8 +360,10 @@ TEST_CASE("spec corpus: did you mean, for --set and for config files", "[spec][c
         }
         return std::string("no error");
     };
-    CHECK_THAT(config_error_of("lr: 0.1\n" + config), StartsWith("config.yaml:1: lr: unknown key, did you mean 'train.lr'?"));
-    CHECK_THAT(config_error_of("modle: {}\n" + config), StartsWith("config.yaml:1: modle: unknown key, did you mean 'model'?"));
+    CHECK_THAT(config_error_of("lr: 0.1\n" + config),
+               StartsWith("config.yaml:1: lr: unknown key, did you mean 'train.lr'?"));
+    CHECK_THAT(config_error_of("modle: {}\n" + config),
+               StartsWith("config.yaml:1: modle: unknown key, did you mean 'model'?"));
     CHECK_THAT(config_error_of(config + "extra: [&a [1, *a]]\n"), Contains("(a cycle)"));
 }
 

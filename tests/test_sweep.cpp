@@ -30,7 +30,7 @@
 #include "attnlab/run/sweep_dir.hpp"
 #include "attnlab/util/error.hpp"
 
-#include "process_support.hpp"
+#include "support/process_support.hpp"
 
 namespace fs = std::filesystem;
 using namespace attnlab;
@@ -69,9 +69,8 @@ sweep:
   train.lr: [1.0e-3, 3.0e-3]
 seeds: [0, 1, 2]
 )";
-const std::vector<std::string> six_ids = {"train.lr=0.001,seed=0", "train.lr=0.001,seed=1",
-                                          "train.lr=0.001,seed=2", "train.lr=0.003,seed=0",
-                                          "train.lr=0.003,seed=1", "train.lr=0.003,seed=2"};
+const std::vector<std::string> six_ids = {"train.lr=0.001,seed=0", "train.lr=0.001,seed=1", "train.lr=0.001,seed=2",
+                                          "train.lr=0.003,seed=0", "train.lr=0.003,seed=1", "train.lr=0.003,seed=2"};
 // header + step 0 test + (train, test) at 50, 100, ..., 300
 constexpr std::size_t six_metrics_lines = 1 + 1 + 2 * 6;
 
@@ -309,7 +308,8 @@ TEST_CASE("a sweep killed with SIGKILL mid-run and run again trains every run ex
               metrics_without_timings(read_text(ref / "runs" / six_ids[i] / "metrics.csv")));
         CHECK(read_text(run_dir(i) / "result.yaml").find("status: ok") != std::string::npos);
     }
-    CHECK(summary_without_timings(read_text(res / "summary.csv")) == summary_without_timings(read_text(ref / "summary.csv")));
+    CHECK(summary_without_timings(read_text(res / "summary.csv")) ==
+          summary_without_timings(read_text(ref / "summary.csv")));
     CHECK(read_text(res / "table.md") == read_text(ref / "table.md"));
     CHECK(lines_of(read_text(res / "summary.csv")).size() == 7);
     CHECK(temporaries(res).empty());
@@ -322,8 +322,8 @@ TEST_CASE("a spec run as 3 shards in 3 processes, then summarized, equals one un
     const fs::path out = tmp / "out";
     const fs::path res = out / "six";
     auto shard_cmd = [&](int i) {
-        return std::vector<std::string>{"run",     spec.string(), "--out",   out.string(), "--threads",
-                                        "1",       "--shard",     std::to_string(i) + "/3"};
+        return std::vector<std::string>{"run",       spec.string(), "--out",   out.string(),
+                                        "--threads", "1",           "--shard", std::to_string(i) + "/3"};
     };
 
     // Shards 0 and 2 at once; summarize then names shard 1's runs as missing.
@@ -356,7 +356,8 @@ TEST_CASE("a spec run as 3 shards in 3 processes, then summarized, equals one un
     CHECK_THAT(merged.err, Contains("6/6 runs done;"));
 
     const fs::path ref = reference_run(tmp, spec);
-    CHECK(summary_without_timings(read_text(res / "summary.csv")) == summary_without_timings(read_text(ref / "summary.csv")));
+    CHECK(summary_without_timings(read_text(res / "summary.csv")) ==
+          summary_without_timings(read_text(ref / "summary.csv")));
     CHECK(read_text(res / "table.md") == read_text(ref / "table.md"));
     CHECK(lines_of(read_text(res / "summary.csv")).size() == 7);
     CHECK(temporaries(res).empty());
@@ -382,7 +383,8 @@ TEST_CASE("--jobs 2 trains two runs at once and gives the summary of --jobs 1", 
         }
 
     const fs::path ref = reference_run(tmp, spec);
-    CHECK(summary_without_timings(read_text(res / "summary.csv")) == summary_without_timings(read_text(ref / "summary.csv")));
+    CHECK(summary_without_timings(read_text(res / "summary.csv")) ==
+          summary_without_timings(read_text(ref / "summary.csv")));
     CHECK(read_text(res / "table.md") == read_text(ref / "table.md"));
     for (const auto& id : six_ids) {
         INFO(id);

@@ -136,7 +136,7 @@ std::map<std::int32_t, int> check_lookup_example(const row& tok, const row& tgt,
         CHECK(t % 2 == 0);
         REQUIRE(value_of.count(tok[t]) == 1);  // a key of the context is queried
         CHECK(tgt[t] == value_of[tok[t]]);
-        CHECK(query_pos.count(tok[t]) == 0);   // at most once
+        CHECK(query_pos.count(tok[t]) == 0);  // at most once
         query_pos[tok[t]] = t;
     }
     CHECK(static_cast<int>(query_pos.size()) == P);  // every key exactly once
@@ -678,7 +678,8 @@ TEST_CASE("tasks: every parameter reaches its generator", "[tasks]") {
             CHECK(tk->vocab_size() == c.vocab);
             batch b;
             tk->next_train_batch(b, 50);
-            for (int i = 0; i < b.B; ++i) check_induction_example(tokens_of(b, i), targets_of(b, i), c.vocab, c.seq_len);
+            for (int i = 0; i < b.B; ++i)
+                check_induction_example(tokens_of(b, i), targets_of(b, i), c.vocab, c.seq_len);
         }
     }
     SECTION("train_examples pool size") {
@@ -750,7 +751,7 @@ TEST_CASE("tasks: determinism, disjoint streams and the fixed pool", "[tasks]") 
                     seen.insert(tok);
                 }
             }
-            CHECK(seen.size() == 20);       // uniform draws reach the whole pool
+            CHECK(seen.size() == 20);         // uniform draws reach the whole pool
             CHECK(b.tokens != first.tokens);  // and batches differ
             // The test set does not depend on the pool.
             CHECK(tk->test_set().tokens == make_task(fresh, 7)->test_set().tokens);

@@ -10,7 +10,10 @@ using namespace attnlab;
 
 TEST_CASE("learning rate: linear warmup, then cosine to min_lr", "[train]") {
     train_config c;
-    c.lr = 1.0; c.min_lr = 0.1; c.warmup = 10; c.steps = 110;
+    c.lr = 1.0;
+    c.min_lr = 0.1;
+    c.warmup = 10;
+    c.steps = 110;
     CHECK(learning_rate(c, 1) == Approx(0.1));
     CHECK(learning_rate(c, 5) == Approx(0.5));
     CHECK(learning_rate(c, 10) == Approx(1.0));
@@ -55,7 +58,9 @@ TEST_CASE("evaluate: token accuracy per example then averaged, sequence accuracy
     // With the final norm's gain at 0 every logit is 0: the model predicts
     // token 0 everywhere (first maximum) and every answer costs log V.
     model_config m;
-    m.layers = 1; m.d_model = 8; m.heads = 2;
+    m.layers = 1;
+    m.d_model = 8;
+    m.heads = 2;
     transformer<float> model(m, attention_config{}, 5, 3);
     model.init_params(1);
     const auto& norm = model.layout().find("norm.weight");
@@ -77,9 +82,18 @@ run_config micro_lookup(int steps) {
     run_config c;
     c.seed = 0;
     c.task.kind = task_kind::lookup;
-    c.task.vocab = 32; c.task.seq_len = 16; c.task.pairs = 2; c.task.test_examples = 256;
-    c.model.layers = 2; c.model.d_model = 32; c.model.heads = 2;
-    c.train.steps = steps; c.train.batch = 32; c.train.lr = 3e-3; c.train.warmup = 50; c.train.eval_every = 100;
+    c.task.vocab = 32;
+    c.task.seq_len = 16;
+    c.task.pairs = 2;
+    c.task.test_examples = 256;
+    c.model.layers = 2;
+    c.model.d_model = 32;
+    c.model.heads = 2;
+    c.train.steps = steps;
+    c.train.batch = 32;
+    c.train.lr = 3e-3;
+    c.train.warmup = 50;
+    c.train.eval_every = 100;
     return c;
 }
 }  // namespace

@@ -6,8 +6,8 @@
 #include <cmath>
 
 #include "attnlab/attention/attention.hpp"
-#include "model_check.hpp"
-#include "variant_cases.hpp"
+#include "support/model_check.hpp"
+#include "support/variant_cases.hpp"
 
 using namespace attnlab;
 using namespace attnlab::test;
@@ -24,7 +24,9 @@ attention_config variant(numerator_kind n, denominator_kind d, int order = 2) {
 
 // Gradient check of the attention layer alone for one variant: q, k, v, the
 // gates it uses and its denominator parameters are all checked.
-struct layer_dims { int B = 2, T = 5, NH = 2, HS = 3; };
+struct layer_dims {
+    int B = 2, T = 5, NH = 2, HS = 3;
+};
 
 void check_attention_layer(const attention_config& cfg, layer_dims dims = {}) {
     const int B = dims.B, T = dims.T, NH = dims.NH, HS = dims.HS, C = NH * HS, N = B * T;
@@ -44,17 +46,20 @@ void check_attention_layer(const attention_config& cfg, layer_dims dims = {}) {
     if (!params.empty()) inputs.push_back(&params);
     auto in_of = [&] {
         attention_inputs<double> in;
-        in.q = q.data(); in.k = k.data(); in.v = v.data();
+        in.q = q.data();
+        in.k = k.data();
+        in.v = v.data();
         if (att.has_in_gate()) in.in_gate = g_in.data();
         if (att.has_out_gate()) in.out_gate = g_out.data();
         if (!params.empty()) in.denom_params = params.data();
         return in;
     };
-    op_check c{inputs,
-               [&](vec& out) { att.forward(out.data(), cache, in_of(), B, T); },
+    op_check c{inputs, [&](vec& out) { att.forward(out.data(), cache, in_of(), B, T); },
                [&](std::vector<vec>& g, const vec& d) {
                    attention_grads<double> ag;
-                   ag.dq = g[0].data(); ag.dk = g[1].data(); ag.dv = g[2].data();
+                   ag.dq = g[0].data();
+                   ag.dk = g[1].data();
+                   ag.dv = g[2].data();
                    std::size_t i = 3;
                    if (att.has_in_gate()) ag.din_gate = g[i++].data();
                    if (att.has_out_gate()) ag.dout_gate = g[i++].data();
@@ -114,7 +119,8 @@ TEST_CASE("attention layer gradients: modifiers and Taylor orders", "[attention]
             a.clamp = 0.2;  // some scores above, some below
             cases.push_back(a);
         }
-    for (int order = 1; order <= 12; ++order) cases.push_back(variant(numerator_kind::taylor, denominator_kind::softmax, order));
+    for (int order = 1; order <= 12; ++order)
+        cases.push_back(variant(numerator_kind::taylor, denominator_kind::softmax, order));
     for (const auto& a : cases) {
         INFO(describe(a));
         check_attention_layer(a);
@@ -150,11 +156,15 @@ TEST_CASE("detach_denominator: gradient of u / z with z held constant", "[attent
     };
     vec out(T * HS), dq(T * HS, 0.0), dk(T * HS, 0.0), dv(T * HS, 0.0);
     attention_inputs<double> in;
-    in.q = q.data(); in.k = k.data(); in.v = v.data();
+    in.q = q.data();
+    in.k = k.data();
+    in.v = v.data();
     att.forward(out.data(), cache, in, 1, T);
     CHECK(dot(out, R) == Approx(reference_loss()));  // forward is the usual softmax
     attention_grads<double> g;
-    g.dq = dq.data(); g.dk = dk.data(); g.dv = dv.data();
+    g.dq = dq.data();
+    g.dk = dk.data();
+    g.dv = dv.data();
     att.backward(g, R.data(), cache, in, 1, T);
     CHECK(relative_error(dq, numeric_gradient(q, reference_loss)) <= gradcheck_bound);
     CHECK(relative_error(dk, numeric_gradient(k, reference_loss)) <= gradcheck_bound);
@@ -230,7 +240,9 @@ struct three_tokens {
         attention_cache<double> cache;
         att.init_cache(cache, 1, 3);
         attention_inputs<double> in;
-        in.q = qk; in.k = qk; in.v = v;
+        in.q = qk;
+        in.k = qk;
+        in.v = v;
         in.denom_params = params;
         in.out_gate = out_gate;
         att.forward(out, cache, in, 1, 3);
@@ -265,7 +277,7 @@ TEST_CASE("denominators on 3 hand-computed tokens", "[attention]") {
     SECTION("rmsnorm: gain u / sqrt(mean u^2)") {
         const double gain[4] = {1, 2, 1, 0.5};
         const auto o = x.run(denominator_kind::rmsnorm, gain);
-        const double r2 = std::sqrt(123.0);  // mean square of u_2 = 492 / 4
+        const double r2 = std::sqrt(123.0);                                   // mean square of u_2 = 492 / 4
         check_row(o, 1, {0, 2 * 2 / std::sqrt(2.0), 2 / std::sqrt(2.0), 0});  // mean square of u_1 = 8 / 4
         check_row(o, 2, {14 / r2, 2 * 6 / r2, 2 / r2, 0.5 * 16 / r2});
     }

@@ -72,9 +72,13 @@ std::string raw_bytes(const T* p, std::size_t n) {
 template <class T>
 const char* dtype_of();
 template <>
-const char* dtype_of<float>() { return "F32"; }
+const char* dtype_of<float>() {
+    return "F32";
+}
 template <>
-const char* dtype_of<double>() { return "F64"; }
+const char* dtype_of<double>() {
+    return "F64";
+}
 
 void write_safetensors(const std::string& path, const std::vector<st_tensor>& tensors) {
     std::ostringstream h;
@@ -110,8 +114,14 @@ std::vector<st_tensor> param_tensors(const param_layout& layout, const std::vect
 template <class T>
 void json_number(std::ostream& os, T x) {
     if constexpr (std::is_floating_point_v<T>) {
-        if (std::isnan(x)) { os << "NaN"; return; }
-        if (std::isinf(x)) { os << (x > 0 ? "Infinity" : "-Infinity"); return; }
+        if (std::isnan(x)) {
+            os << "NaN";
+            return;
+        }
+        if (std::isinf(x)) {
+            os << (x > 0 ? "Infinity" : "-Infinity");
+            return;
+        }
     }
     os << x;
 }
@@ -191,16 +201,29 @@ int run(const run_config& cfg, const std::filesystem::path& dir) {
     js << std::setprecision(std::numeric_limits<T>::max_digits10);
     js << "{\n  \"precision\": \"" << (sizeof(T) == 8 ? "double" : "float") << "\",\n";
     js << "  \"B\": " << B << ",\n  \"T\": " << Tn << ",\n  \"V\": " << V << ",\n";
-    js << "  \"loss\": "; json_number(js, loss); js << ",\n";
+    js << "  \"loss\": ";
+    json_number(js, loss);
+    js << ",\n";
     js << "  \"min_abs_denominator\": ";
-    if (std::isfinite(min_abs_z)) js << min_abs_z; else js << "null";  // inf: no softmax sum
+    if (std::isfinite(min_abs_z))
+        js << min_abs_z;
+    else
+        js << "null";  // inf: no softmax sum
     js << ",\n  \"nonpositive_denominator_rows\": " << nonpositive << ",\n";
-    js << "  \"grads_finite\": " << (std::all_of(grads.begin(), grads.end(), [](T g) { return std::isfinite(g); })
-                                         ? "true" : "false") << ",\n";
-    js << "  \"answer_rows\": "; json_list(js, rows); js << ",\n";
-    js << "  \"answer_targets\": "; json_list(js, answer_targets); js << ",\n";
-    js << "  \"answer_losses\": "; json_list(js, losses); js << ",\n";
-    js << "  \"logits\": "; json_list(js, logits); js << "\n}\n";
+    js << "  \"grads_finite\": "
+       << (std::all_of(grads.begin(), grads.end(), [](T g) { return std::isfinite(g); }) ? "true" : "false") << ",\n";
+    js << "  \"answer_rows\": ";
+    json_list(js, rows);
+    js << ",\n";
+    js << "  \"answer_targets\": ";
+    json_list(js, answer_targets);
+    js << ",\n";
+    js << "  \"answer_losses\": ";
+    json_list(js, losses);
+    js << ",\n";
+    js << "  \"logits\": ";
+    json_list(js, logits);
+    js << "\n}\n";
     if (!js) throw std::runtime_error("error writing out.json");
     return 0;
 }

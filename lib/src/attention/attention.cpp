@@ -26,7 +26,10 @@ long attention_work(int B, int NH, int Tn, int HS) { return static_cast<long>(B)
 
 template <class T>
 void attention_cache<T>::resize(int B_, int T_, int NH_, int HS_, int P) {
-    B = B_; T_cap = T_; NH = NH_; HS = HS_;
+    B = B_;
+    T_cap = T_;
+    NH = NH_;
+    HS = HS_;
     const size_t bh = static_cast<size_t>(B) * NH;
     wsum.assign(bh * T_cap, T(0));
     numer.assign(bh * T_cap * HS, T(0));
@@ -53,7 +56,9 @@ template <class T>
 void attention_scratch<T>::resize(int T_cap, int HS) {
     const size_t block = static_cast<size_t>(block_rows) * T_cap, th = static_cast<size_t>(T_cap) * HS;
     if (S.size() >= block && Vg.size() >= th && row.size() >= static_cast<size_t>(HS)) return;
-    S.assign(block, T(0)); W.assign(block, T(0)); dW.assign(block, T(0));
+    S.assign(block, T(0));
+    W.assign(block, T(0));
+    dW.assign(block, T(0));
     for (auto* v : {&Vg, &dU, &dVg, &dFq, &dFk}) v->assign(th, T(0));
     dz.assign(T_cap, T(0));
     row.assign(HS, T(0));
@@ -61,9 +66,16 @@ void attention_scratch<T>::resize(int T_cap, int HS) {
 
 template <class T>
 attention_layer<T>::attention_layer(const attention_config& cfg, int NH, int HS)
-    : NH_(NH), HS_(HS), scale_(T(1) / std::sqrt(T(HS))), clamp_on_(cfg.clamp.has_value()),
-      clamp_(static_cast<T>(cfg.clamp.value_or(0.0))), in_gate_(cfg.in_gate), out_gate_(uses_out_gate(cfg)),
-      kernel_(make_score_kernel<T>(cfg)), features_(make_feature_map<T>(cfg)), denom_(make_denominator<T>(cfg)) {}
+    : NH_(NH),
+      HS_(HS),
+      scale_(T(1) / std::sqrt(T(HS))),
+      clamp_on_(cfg.clamp.has_value()),
+      clamp_(static_cast<T>(cfg.clamp.value_or(0.0))),
+      in_gate_(cfg.in_gate),
+      out_gate_(uses_out_gate(cfg)),
+      kernel_(make_score_kernel<T>(cfg)),
+      features_(make_feature_map<T>(cfg)),
+      denom_(make_denominator<T>(cfg)) {}
 
 template <class T>
 void attention_layer<T>::init_cache(attention_cache<T>& cache, int B, int T_cap) const {
@@ -76,14 +88,14 @@ void attention_layer<T>::init_cache(attention_cache<T>& cache, int B, int T_cap)
 }
 
 template <class T>
-void attention_layer<T>::weight_block(attention_scratch<T>& scratch, const T* q, const T* k, const T* fq,
-                                      const T* fk, int t0, int t1) const {
+void attention_layer<T>::weight_block(attention_scratch<T>& scratch, const T* q, const T* k, const T* fq, const T* fk,
+                                      int t0, int t1) const {
     const int C = NH_ * HS_, rows = t1 - t0;
     matrix_map<T> W(scratch.W.data(), rows, t1);  // (rows, t1)
     if (kernel_) {
         const_strided_map<T> Q(q + static_cast<long>(t0) * C, rows, HS_, Eigen::OuterStride<>(C));  // (rows, HS)
-        const_strided_map<T> K(k, t1, HS_, Eigen::OuterStride<>(C));                                 // (t1, HS)
-        matrix_map<T> S(scratch.S.data(), rows, t1);                                                 // (rows, t1)
+        const_strided_map<T> K(k, t1, HS_, Eigen::OuterStride<>(C));                                // (t1, HS)
+        matrix_map<T> S(scratch.S.data(), rows, t1);                                                // (rows, t1)
         S.noalias() = (Q * K.transpose()) * scale_;
         for (int r = 0; r < rows; ++r) {
             const int n = t0 + r + 1;  // keys 0..t
@@ -94,7 +106,7 @@ void attention_layer<T>::weight_block(attention_scratch<T>& scratch, const T* q,
         }
     } else {
         const_matrix_map<T> Fq(fq + static_cast<long>(t0) * HS_, rows, HS_);  // (rows, HS)
-        const_matrix_map<T> Fk(fk, t1, HS_);                                   // (t1, HS)
+        const_matrix_map<T> Fk(fk, t1, HS_);                                  // (t1, HS)
         W.noalias() = Fq * Fk.transpose();
         for (int r = 0; r < rows; ++r)
             for (int j = t0 + r + 1; j < t1; ++j) W(r, j) = T(0);
@@ -110,12 +122,12 @@ void attention_layer<T>::forward_heads(T* out, attention_cache<T>& cache, const 
     for (int bh = bh_begin; bh < bh_end; ++bh) {
         const int b = bh / NH, h = bh % NH;
         const long off = static_cast<long>(b) * Tn * C + h * HS;
-        const long gate_off = static_cast<long>(b) * Tn * NH + h;  // (N, NH) index of (b, t=0, h)
+        const long gate_off = static_cast<long>(b) * Tn * NH + h;             // (N, NH) index of (b, t=0, h)
         const_strided_map<T> V(in.v + off, Tn, HS, Eigen::OuterStride<>(C));  // (T, HS)
         strided_map<T> O(out + off, Tn, HS, Eigen::OuterStride<>(C));         // (T, HS)
         const size_t th = static_cast<size_t>(bh) * cache.T_cap * HS;
-        matrix_map<T> U(cache.numer.data() + th, Tn, HS);                      // (T, HS)
-        T* z = cache.wsum.data() + static_cast<size_t>(bh) * cache.T_cap;      // (T)
+        matrix_map<T> U(cache.numer.data() + th, Tn, HS);                  // (T, HS)
+        T* z = cache.wsum.data() + static_cast<size_t>(bh) * cache.T_cap;  // (T)
         const T* fq = nullptr;
         const T* fk = nullptr;
         if (features_) {

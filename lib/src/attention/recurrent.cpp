@@ -107,9 +107,16 @@ std::size_t state_floats(const attention_config& cfg, int HS, state_layout layou
 
 template <class T>
 recurrent_attention<T>::recurrent_attention(const attention_config& cfg, int NH, int HS, state_layout layout)
-    : cfg_(cfg), NH_(NH), HS_(HS), layout_(layout), F_(attnlab::feature_size(cfg, HS, layout)),
-      scale_(T(1) / std::sqrt(T(HS))), in_gate_(cfg.in_gate), out_gate_(uses_out_gate(cfg)),
-      kernel_(has_finite_state(cfg) ? nullptr : make_score_kernel<T>(cfg)), map_(make_feature_map<T>(cfg)),
+    : cfg_(cfg),
+      NH_(NH),
+      HS_(HS),
+      layout_(layout),
+      F_(attnlab::feature_size(cfg, HS, layout)),
+      scale_(T(1) / std::sqrt(T(HS))),
+      in_gate_(cfg.in_gate),
+      out_gate_(uses_out_gate(cfg)),
+      kernel_(has_finite_state(cfg) ? nullptr : make_score_kernel<T>(cfg)),
+      map_(make_feature_map<T>(cfg)),
       denom_(make_denominator<T>(cfg)) {
     if (cfg.numerator == numerator_kind::taylor && cfg.order < 0)
         throw std::invalid_argument("taylor needs order >= 0, got " + std::to_string(cfg.order));
@@ -162,15 +169,15 @@ void recurrent_attention<T>::step(T* o, int b, int h, const T* q, const T* k, co
 }
 
 template <class T>
-void recurrent_attention<T>::step_finite(head_state& st, T* o, const T* q, const T* k, const T* v, T g_in,
-                                         T g_out, const T* params) {
+void recurrent_attention<T>::step_finite(head_state& st, T* o, const T* q, const T* k, const T* v, T g_in, T g_out,
+                                         const T* params) {
     const int HS = HS_;
     const Eigen::Index F = static_cast<Eigen::Index>(F_);
-    matrix_map<T> S(st.S.data(), F, HS);                                   // (F, HS)
-    Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>> z(st.z.data(), F);     // (F)
+    matrix_map<T> S(st.S.data(), F, HS);                                // (F, HS)
+    Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>> z(st.z.data(), F);  // (F)
     Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>> pq(st.phi_q.data(), F), pk(st.phi_k.data(), F);
-    Eigen::Map<const row_vector<T>> vt(v, HS);                             // (HS)
-    Eigen::Map<row_vector<T>> u(st.u.data(), HS);                          // (HS)
+    Eigen::Map<const row_vector<T>> vt(v, HS);     // (HS)
+    Eigen::Map<row_vector<T>> u(st.u.data(), HS);  // (HS)
     features(pk.data(), k);
     features(pq.data(), q);
     S.noalias() += pk * (g_in * vt);  // rank-1 update, (F, 1) x (1, HS)
@@ -183,8 +190,8 @@ void recurrent_attention<T>::step_finite(head_state& st, T* o, const T* q, const
 }
 
 template <class T>
-void recurrent_attention<T>::step_cache(head_state& st, T* o, const T* q, const T* k, const T* v, T g_in,
-                                        T g_out, const T* params) {
+void recurrent_attention<T>::step_cache(head_state& st, T* o, const T* q, const T* k, const T* v, T g_in, T g_out,
+                                        const T* params) {
     const int HS = HS_;
     if (st.count >= T_cap_)
         throw std::length_error("recurrent_attention: key/value cache full at " + std::to_string(T_cap_) +
@@ -199,7 +206,7 @@ void recurrent_attention<T>::step_cache(head_state& st, T* o, const T* q, const 
     const int n = st.count;
     // w (n): scores against the cache, clamped, then the kernel (which
     // subtracts the row max for exp with a scale-invariant denominator).
-    const_matrix_map<T> K(st.keys.data(), n, HS), V(st.values.data(), n, HS);  // (n, HS)
+    const_matrix_map<T> K(st.keys.data(), n, HS), V(st.values.data(), n, HS);              // (n, HS)
     Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>> s(st.s.data(), n), w(st.w.data(), n);  // (n)
     s.noalias() = (K * Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>(q, HS)) * scale_;
     if (cfg_.clamp)
@@ -228,9 +235,9 @@ void recurrent_attention<T>::forward(T* out, const attention_inputs<T>& in, int 
     }
 }
 
-#define ATTNLAB_INSTANTIATE_RECURRENT(T)                                 \
-    template void taylor_term_full<T>(T*, const T*, int, int);           \
-    template void taylor_term_symmetric<T>(T*, const T*, int, int);      \
+#define ATTNLAB_INSTANTIATE_RECURRENT(T)                            \
+    template void taylor_term_full<T>(T*, const T*, int, int);      \
+    template void taylor_term_symmetric<T>(T*, const T*, int, int); \
     template class recurrent_attention<T>;
 
 ATTNLAB_INSTANTIATE_RECURRENT(float)

@@ -309,9 +309,7 @@ bool is_score_kernel(numerator_kind n) {
     return n == numerator_kind::exp || n == numerator_kind::taylor || n == numerator_kind::linear;
 }
 
-bool uses_out_gate(const attention_config& cfg) {
-    return cfg.out_gate || cfg.denominator == denominator_kind::gate;
-}
+bool uses_out_gate(const attention_config& cfg) { return cfg.out_gate || cfg.denominator == denominator_kind::gate; }
 
 bool is_scale_invariant(denominator_kind d) {
     return d == denominator_kind::softmax || d == denominator_kind::norm || d == denominator_kind::rmsnorm ||
@@ -359,7 +357,7 @@ std::unique_ptr<denominator<T>> make_denominator(const attention_config& cfg) {
     throw std::invalid_argument("unknown denominator");
 }
 
-#define ATTNLAB_INSTANTIATE_VARIANTS(T)                                                   \
+#define ATTNLAB_INSTANTIATE_VARIANTS(T)                                                      \
     template std::unique_ptr<score_kernel<T>> make_score_kernel<T>(const attention_config&); \
     template std::unique_ptr<feature_map<T>> make_feature_map<T>(const attention_config&);   \
     template std::unique_ptr<denominator<T>> make_denominator<T>(const attention_config&);

@@ -28,8 +28,9 @@ std::vector<generate_variant> default_generate_variants() {
             attention_config a;
             a.numerator = numerator_kind::taylor;
             a.order = order;
-            v.push_back({"taylor" + std::to_string(order) + (layout == state_layout::symmetric ? "-symmetric" : "-full"),
-                         a, layout});
+            v.push_back(
+                {"taylor" + std::to_string(order) + (layout == state_layout::symmetric ? "-symmetric" : "-full"), a,
+                 layout});
         }
     attention_config elu1;
     elu1.numerator = numerator_kind::elu1;
@@ -83,8 +84,8 @@ std::vector<generate_point> run_generate_bench(const generate_bench_options& opt
 std::string generate_bench_csv(const std::vector<generate_point>& points) {
     std::string out = csv_line({"variant", "length", "state_floats_per_head", "us_per_token", "tokens_per_s"});
     for (const auto& p : points)
-        out += csv_line({p.variant, std::to_string(p.length), std::to_string(p.state_floats), format_number(p.us_per_token),
-                         format_number(1e6 / p.us_per_token)});
+        out += csv_line({p.variant, std::to_string(p.length), std::to_string(p.state_floats),
+                         format_number(p.us_per_token), format_number(1e6 / p.us_per_token)});
     return out;
 }
 
@@ -102,12 +103,18 @@ std::string generate_bench_report(const std::vector<generate_point>& points, con
     s << "per-token decode time (us, median of the steps just before each length)\n";
     std::snprintf(buf, sizeof buf, "%-20s %12s", "variant", "state/head");
     s << buf;
-    for (int L : lengths) { std::snprintf(buf, sizeof buf, " %8d", L); s << buf; }
+    for (int L : lengths) {
+        std::snprintf(buf, sizeof buf, " %8d", L);
+        s << buf;
+    }
     s << "\n";
     for (const auto& v : order) {
         std::snprintf(buf, sizeof buf, "%-20s %12zu", v.c_str(), by[v].rbegin()->second->state_floats);
         s << buf;
-        for (int L : lengths) { std::snprintf(buf, sizeof buf, " %8.1f", by[v][L]->us_per_token); s << buf; }
+        for (int L : lengths) {
+            std::snprintf(buf, sizeof buf, " %8.1f", by[v][L]->us_per_token);
+            s << buf;
+        }
         s << "\n";
     }
     const int max_len = lengths.back();
@@ -120,14 +127,18 @@ std::string generate_bench_report(const std::vector<generate_point>& points, con
         std::string cross = "none up to " + std::to_string(max_len);
         if (v != cache_variant && !cache.empty())
             for (int L : lengths)
-                if (m.at(L)->us_per_token < cache.at(L)->us_per_token) { cross = std::to_string(L); break; }
+                if (m.at(L)->us_per_token < cache.at(L)->us_per_token) {
+                    cross = std::to_string(L);
+                    break;
+                }
         if (v == cache_variant) cross = "-";
         std::snprintf(buf, sizeof buf, "%-20s flatness %5.2f  crossover %s\n", v.c_str(), flat, cross.c_str());
         s << buf;
     }
     s << "\nsymmetric vs full layout (state floats per head; time per token at " << max_len << ")\n";
     for (int order = 1; order <= 12; ++order) {
-        const std::string sym = "taylor" + std::to_string(order) + "-symmetric", full = "taylor" + std::to_string(order) + "-full";
+        const std::string sym = "taylor" + std::to_string(order) + "-symmetric",
+                          full = "taylor" + std::to_string(order) + "-full";
         if (!by.count(sym) || !by.count(full)) continue;
         const auto* a = by[sym].at(max_len);
         const auto* b = by[full].at(max_len);

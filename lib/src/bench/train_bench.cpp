@@ -222,7 +222,8 @@ train_bench_result run_train_bench(const train_bench_options& opt,
     r.vocab = data->vocab_size();
     r.B = b.B;
     r.T = b.T;
-    r.answers = static_cast<int>(std::count_if(b.targets.begin(), b.targets.end(), [](auto t) { return t != no_target; }));
+    r.answers =
+        static_cast<int>(std::count_if(b.targets.begin(), b.targets.end(), [](auto t) { return t != no_target; }));
     r.flops = training_flops(opt.config, r.vocab, r.B, r.T, r.answers);
     r.need = training_memory_need(opt.config, r.vocab, r.B, r.T, r.answers);
 
@@ -266,16 +267,18 @@ train_bench_result run_train_bench(const train_bench_options& opt,
                 }
                 if (peak_ok) r.peak_bytes = std::max(r.peak_bytes, proc_status_bytes("VmHWM") - rss0);
             } else {
-                const std::vector<std::string> argv = {
-                    opt.python, opt.torch_script, "--config", torch_config_json(opt.config, r.vocab, r.T),
-                    "--batch-file", batch_path, "--threads", std::to_string(side.threads),
-                    "--steps", std::to_string(opt.steps), "--repeats", std::to_string(opt.repeats),
-                    "--warmup", std::to_string(opt.warmup)};
+                const std::vector<std::string> argv = {opt.python,     opt.torch_script,
+                                                       "--config",     torch_config_json(opt.config, r.vocab, r.T),
+                                                       "--batch-file", batch_path,
+                                                       "--threads",    std::to_string(side.threads),
+                                                       "--steps",      std::to_string(opt.steps),
+                                                       "--repeats",    std::to_string(opt.repeats),
+                                                       "--warmup",     std::to_string(opt.warmup)};
                 // OpenBLAS at its best kernel for this CPU, one OpenBLAS thread
                 // inside torch's threads (for this process alone).
-                const auto out = run_process(argv,
-                                             {{"OPENBLAS_NUM_THREADS", "1"}, {"OMP_NUM_THREADS", std::to_string(side.threads)}},
-                                             {"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"});
+                const auto out = run_process(
+                    argv, {{"OPENBLAS_NUM_THREADS", "1"}, {"OMP_NUM_THREADS", std::to_string(side.threads)}},
+                    {"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"});
                 if (out.exit_code != 0) {
                     side.error = fmt::format("{} exited {}: {}", opt.torch_script, out.exit_code, last_line(out.err));
                 } else {
@@ -324,11 +327,11 @@ train_bench_result run_train_bench(const train_bench_options& opt,
 std::string format_train_bench(const train_bench_result& r) {
     const run_config& c = r.config;
     std::string s;
-    s += fmt::format("config {}: {} layers, d_model {}, {} heads, {} mlp, {} positions, {}; lookup batch {} x seq {} "
-                     "({} answer rows), vocab {}; {} parameters\n",
-                     r.label, c.model.layers, c.model.d_model, c.model.heads, to_string(c.model.mlp),
-                     to_string(c.model.position), variant_name(c.attention), r.B, r.T, r.answers, r.vocab,
-                     r.param_count);
+    s += fmt::format(
+        "config {}: {} layers, d_model {}, {} heads, {} mlp, {} positions, {}; lookup batch {} x seq {} "
+        "({} answer rows), vocab {}; {} parameters\n",
+        r.label, c.model.layers, c.model.d_model, c.model.heads, to_string(c.model.mlp), to_string(c.model.position),
+        variant_name(c.attention), r.B, r.T, r.answers, r.vocab, r.param_count);
     s += fmt::format("model FLOPs per training step: {:.3f} GFLOP (forward {:.3f}, backward 2x forward)\n",
                      r.flops.total() / 1e9, r.flops.forward / 1e9);
     s += fmt::format("\n{:<10} {:>7} {:>13} {:>9} {:>9} {:>10} {:>8}\n", "impl", "threads", "tokens/s", "step ms",
@@ -347,8 +350,14 @@ std::string format_train_bench(const train_bench_result& r) {
             if (th == side.threads) probe = g;
         s += fmt::format("{:<10} {:>7} {:>13.0f} {:>9.2f} {:>9.2f} {:>9.1f}% {:>8}\n", side.impl, side.threads, tps,
                          1e3 * step_s, gflops, probe > 0 ? 100 * gflops / probe : 0.0, side.tokens_per_s.size());
-        if (side.impl == "attnlab" && tps > best_attn) { best_attn = tps; best_attn_th = side.threads; }
-        if (side.impl == "pytorch" && tps > best_torch) { best_torch = tps; best_torch_th = side.threads; }
+        if (side.impl == "attnlab" && tps > best_attn) {
+            best_attn = tps;
+            best_attn_th = side.threads;
+        }
+        if (side.impl == "pytorch" && tps > best_torch) {
+            best_torch = tps;
+            best_torch_th = side.threads;
+        }
     }
 #ifdef ATTNLAB_OPENBLAS
     s += "matmul probe (float 512^3 per thread, OpenBLAS through Eigen):";
@@ -358,15 +367,17 @@ std::string format_train_bench(const train_bench_result& r) {
     for (auto [th, g] : r.probe) s += fmt::format(" {} thread(s) {:.1f} GFLOP/s;", th, g);
     s += "\n";
     if (best_attn > 0 && best_torch > 0)
-        s += fmt::format("attnlab / pytorch, each at its best setting: {:.2f}x ({:.0f} tokens/s on {} thread(s) vs "
-                         "{:.0f} on {})\n",
-                         best_attn / best_torch, best_attn, best_attn_th, best_torch, best_torch_th);
+        s += fmt::format(
+            "attnlab / pytorch, each at its best setting: {:.2f}x ({:.0f} tokens/s on {} thread(s) vs "
+            "{:.0f} on {})\n",
+            best_attn / best_torch, best_attn, best_attn_th, best_torch, best_torch_th);
     const double need = static_cast<double>(r.need.total());
-    s += fmt::format("\nmemory: measured peak {} (RSS growth while training, largest thread setting); training needs "
-                     "{} (parameters {}, gradients {}, AdamW moments {}, activations {}): ratio {:.2f}\n",
-                     human_bytes(static_cast<double>(r.peak_bytes)), human_bytes(need), human_bytes(r.need.params),
-                     human_bytes(r.need.grads), human_bytes(r.need.optimizer), human_bytes(r.need.activations),
-                     need > 0 ? r.peak_bytes / need : 0.0);
+    s += fmt::format(
+        "\nmemory: measured peak {} (RSS growth while training, largest thread setting); training needs "
+        "{} (parameters {}, gradients {}, AdamW moments {}, activations {}): ratio {:.2f}\n",
+        human_bytes(static_cast<double>(r.peak_bytes)), human_bytes(need), human_bytes(r.need.params),
+        human_bytes(r.need.grads), human_bytes(r.need.optimizer), human_bytes(r.need.activations),
+        need > 0 ? r.peak_bytes / need : 0.0);
     if (!r.ops.empty()) {
         double total = 0;
         for (const auto& o : r.ops) total += o.forward_ms + o.backward_ms;

@@ -19,8 +19,8 @@ static_assert(sizeof(float) == 4, "F32 is 4 bytes");
 
 namespace {
 
-constexpr std::size_t length_bytes = 8;          // the u64 header length
-constexpr std::size_t header_align = 8;          // header padded so the data starts 8-byte aligned
+constexpr std::size_t length_bytes = 8;  // the u64 header length
+constexpr std::size_t header_align = 8;  // header padded so the data starts 8-byte aligned
 constexpr const char* metadata_key = "__metadata__";
 
 // ---------------------------------------------------------------- JSON
@@ -28,10 +28,10 @@ constexpr const char* metadata_key = "__metadata__";
 struct json_value {
     enum class kind { object, array, string, integer };
     kind k = kind::integer;
-    std::vector<std::string> keys;    // object: member names, in file order
-    std::vector<json_value> values;   // object: member values (parallel to keys); array: items
-    std::string text;                 // string
-    std::int64_t number = 0;          // integer
+    std::vector<std::string> keys;   // object: member names, in file order
+    std::vector<json_value> values;  // object: member values (parallel to keys); array: items
+    std::string text;                // string
+    std::int64_t number = 0;         // integer
 };
 
 const char* kind_name(json_value::kind k) {
@@ -174,10 +174,14 @@ private:
         for (int n = 0; n < 4; ++n, ++i_) {
             const char c = s_[i_];
             u <<= 4;
-            if (c >= '0' && c <= '9') u |= static_cast<unsigned>(c - '0');
-            else if (c >= 'a' && c <= 'f') u |= static_cast<unsigned>(c - 'a' + 10);
-            else if (c >= 'A' && c <= 'F') u |= static_cast<unsigned>(c - 'A' + 10);
-            else fail("bad hex digit in a \\u escape");
+            if (c >= '0' && c <= '9')
+                u |= static_cast<unsigned>(c - '0');
+            else if (c >= 'a' && c <= 'f')
+                u |= static_cast<unsigned>(c - 'a' + 10);
+            else if (c >= 'A' && c <= 'F')
+                u |= static_cast<unsigned>(c - 'A' + 10);
+            else
+                fail("bad hex digit in a \\u escape");
         }
         return u;
     }
@@ -304,20 +308,26 @@ header_tensor check_tensor_entry(const std::string& label, const std::string& na
     if (v.k != json_value::kind::object) throw bad(std::string("expected an object, got ") + kind_name(v.k));
     const json_value *dtype = nullptr, *shape = nullptr, *offsets = nullptr;
     for (std::size_t i = 0; i < v.keys.size(); ++i) {
-        if (v.keys[i] == "dtype") dtype = &v.values[i];
-        else if (v.keys[i] == "shape") shape = &v.values[i];
-        else if (v.keys[i] == "data_offsets") offsets = &v.values[i];
-        else throw bad("unknown field \"" + v.keys[i] + "\" (expected dtype, shape, data_offsets)");
+        if (v.keys[i] == "dtype")
+            dtype = &v.values[i];
+        else if (v.keys[i] == "shape")
+            shape = &v.values[i];
+        else if (v.keys[i] == "data_offsets")
+            offsets = &v.values[i];
+        else
+            throw bad("unknown field \"" + v.keys[i] + "\" (expected dtype, shape, data_offsets)");
     }
     if (!dtype) throw bad("missing \"dtype\"");
     if (!shape) throw bad("missing \"shape\"");
     if (!offsets) throw bad("missing \"data_offsets\"");
-    if (dtype->k != json_value::kind::string) throw bad(std::string("dtype is ") + kind_name(dtype->k) + ", expected a string");
+    if (dtype->k != json_value::kind::string)
+        throw bad(std::string("dtype is ") + kind_name(dtype->k) + ", expected a string");
     if (dtype->text != "F32") throw bad("dtype " + dtype->text + ", expected F32 (attnlab checkpoints are float32)");
 
     header_tensor t;
     t.name = name;
-    if (shape->k != json_value::kind::array) throw bad(std::string("shape is ") + kind_name(shape->k) + ", expected an array");
+    if (shape->k != json_value::kind::array)
+        throw bad(std::string("shape is ") + kind_name(shape->k) + ", expected an array");
     std::uint64_t numel = 1;
     for (const auto& d : shape->values) {
         if (d.k != json_value::kind::integer || d.number < 0)
@@ -335,7 +345,8 @@ header_tensor check_tensor_entry(const std::string& label, const std::string& na
     t.begin = static_cast<std::uint64_t>(offsets->values[0].number);
     t.end = static_cast<std::uint64_t>(offsets->values[1].number);
     if (t.end < t.begin)
-        throw bad("data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) + "] end before they begin");
+        throw bad("data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
+                  "] end before they begin");
     if (t.end - t.begin != numel * sizeof(float))
         throw bad("shape " + shape_text(t.shape) + " holds " + std::to_string(numel * sizeof(float)) +
                   " bytes of F32, but data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
@@ -375,7 +386,8 @@ std::string safetensors_encode(const param_layout& layout, const std::vector<flo
     std::size_t expected_offset = 0;
     for (const auto& t : layout.tensors()) {
         // The data section is the flat buffer itself: layouts are contiguous by construction.
-        if (t.offset != expected_offset) throw std::logic_error("safetensors_encode: layout is not contiguous at " + t.name);
+        if (t.offset != expected_offset)
+            throw std::logic_error("safetensors_encode: layout is not contiguous at " + t.name);
         expected_offset += t.size;
         header += ',';
         append_json_string(header, t.name);
@@ -429,8 +441,10 @@ std::vector<float> safetensors_decode(const std::string& bytes, const std::strin
 
     std::vector<header_tensor> tensors;
     for (std::size_t i = 0; i < root.keys.size(); ++i) {
-        if (root.keys[i] == metadata_key) read_metadata(label, root.values[i], metadata);
-        else tensors.push_back(check_tensor_entry(label, root.keys[i], root.values[i]));
+        if (root.keys[i] == metadata_key)
+            read_metadata(label, root.values[i], metadata);
+        else
+            tensors.push_back(check_tensor_entry(label, root.keys[i], root.values[i]));
     }
 
     // The tensors must tile the data section exactly: no overlap, no gap, no tail.
@@ -451,7 +465,8 @@ std::vector<float> safetensors_decode(const std::string& bytes, const std::strin
     for (const header_tensor* t : by_begin) {
         if (t->begin != at)
             throw io_error(label + ": tensor " + t->name + ": data_offsets [" + std::to_string(t->begin) + ", " +
-                           std::to_string(t->end) + "] " + (t->begin < at ? "overlap the previous tensor" : "leave a gap") +
+                           std::to_string(t->end) + "] " +
+                           (t->begin < at ? "overlap the previous tensor" : "leave a gap") +
                            " (expected it to begin at " + std::to_string(at) + ")");
         at = t->end;
     }
@@ -469,7 +484,8 @@ std::vector<float> safetensors_decode(const std::string& bytes, const std::strin
             extra.push_back(t.name);
     if (!missing.empty() || !extra.empty()) {
         std::string what;
-        if (!missing.empty()) what += "missing tensor" + std::string(missing.size() > 1 ? "s " : " ") + name_list(missing);
+        if (!missing.empty())
+            what += "missing tensor" + std::string(missing.size() > 1 ? "s " : " ") + name_list(missing);
         if (!extra.empty())
             what += (what.empty() ? "" : "; ") + std::string("unexpected tensor") + (extra.size() > 1 ? "s " : " ") +
                     name_list(extra);
@@ -479,7 +495,8 @@ std::vector<float> safetensors_decode(const std::string& bytes, const std::strin
     std::vector<float> params(layout.total());
     const char* data = bytes.data() + length_bytes + n;
     for (const auto& p : layout.tensors()) {
-        const auto it = std::find_if(tensors.begin(), tensors.end(), [&](const header_tensor& t) { return t.name == p.name; });
+        const auto it =
+            std::find_if(tensors.begin(), tensors.end(), [&](const header_tensor& t) { return t.name == p.name; });
         if (it->shape != to_int64(p.shape))
             throw io_error(label + ": " + p.name + ": shape " + shape_text(it->shape) + " in file, model expects " +
                            shape_text(to_int64(p.shape)));

@@ -12,8 +12,13 @@ constexpr double rmsnorm_eps = 1e-6;  // as the transformer
 
 template <class T>
 generator<T>::generator(const transformer<T>& model, state_layout layout, int max_len)
-    : model_(model), max_len_(max_len), C_(model.config().d_model), NH_(model.config().heads),
-      HS_(C_ / NH_), F_(resolved_mlp_hidden(model.config())), V_(model.vocab()) {
+    : model_(model),
+      max_len_(max_len),
+      C_(model.config().d_model),
+      NH_(model.config().heads),
+      HS_(C_ / NH_),
+      F_(resolved_mlp_hidden(model.config())),
+      V_(model.vocab()) {
     if (model.config().position == position_kind::learned && max_len > model.max_T())
         throw std::invalid_argument("learned positions cover only " + std::to_string(model.max_T()) + " tokens");
     for (int l = 0; l < model.config().layers; ++l)
@@ -69,8 +74,8 @@ const std::vector<T>& generator<T>::step(std::int32_t token) {
         }
         const T* denom_params = bo.out_norm == block_offsets::npos ? nullptr : p(bo.out_norm);
         for (int h = 0; h < NH_; ++h)
-            attn_[l]->step(att_.data() + h * HS_, 0, h, q_.data() + h * HS_, k_.data() + h * HS_,
-                           v_.data() + h * HS_, g_in_[h], g_out_[h], denom_params);
+            attn_[l]->step(att_.data() + h * HS_, 0, h, q_.data() + h * HS_, k_.data() + h * HS_, v_.data() + h * HS_,
+                           g_in_[h], g_out_[h], denom_params);
         linear_forward(proj_.data(), att_.data(), p(bo.o), none, 1, C, C);
         add_inplace(x_.data(), proj_.data(), C);
 

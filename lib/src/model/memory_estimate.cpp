@@ -51,43 +51,43 @@ memory_estimate estimate_training_memory(const run_config& cfg, int threads) {
 
     // transformer::reserve(B, T):
     sz act = 0;
-    act += (L + 1) * NC;  // x_: L + 1 residual streams
-    sz per_layer = 0;     // acts_[l]:
-    per_layer += NC + N;                  // ln1, rstd1
-    per_layer += 3 * NC;                  // q, k, v (q and k rotated in place with RoPE)
-    if (in_gate) per_layer += NG;         // g_in
-    if (out_gate) per_layer += NG;        // g_out
-    per_layer += 2 * NC;                  // att, mid
+    act += (L + 1) * NC;            // x_: L + 1 residual streams
+    sz per_layer = 0;               // acts_[l]:
+    per_layer += NC + N;            // ln1, rstd1
+    per_layer += 3 * NC;            // q, k, v (q and k rotated in place with RoPE)
+    if (in_gate) per_layer += NG;   // g_in
+    if (out_gate) per_layer += NG;  // g_out
+    per_layer += 2 * NC;            // att, mid
     if (mlp) {
-        per_layer += NC + N;              // ln2, rstd2
-        per_layer += 2 * NF;              // fc_up, act
+        per_layer += NC + N;                             // ln2, rstd2
+        per_layer += 2 * NF;                             // fc_up, act
         if (m.mlp == mlp_kind::swiglu) per_layer += NF;  // fc_gate
     }
     act += L * per_layer;
-    act += NC + N;       // lnf_, rstdf_
-    act += NC;           // lnf_ans_ (every row may be an answer)
-    act += 2 * N * V;    // logits_, probs_
-    act += N;            // losses_ (reserved)
+    act += NC + N;                                           // lnf_, rstdf_
+    act += NC;                                               // lnf_ans_ (every row may be an answer)
+    act += 2 * N * V;                                        // logits_, probs_
+    act += N;                                                // losses_ (reserved)
     e.activations = act * f + 3 * N * sizeof(std::int32_t);  // ans_rows_ (int), ans_tgt_, ans_pred_
 
     // attention_layer::init_cache -> attention_cache::resize(B, T, NH, HS, P_denom), per layer
     // (the (T, T) scores and weights live in the per-thread scratch below, a row block at a time):
     const sz bh = B * NH;
     sz cache = 0;
-    cache += bh * T;                     // wsum (B, NH, T)
-    cache += bh * T * HS;                // numer (B, NH, T, HS)
-    cache += bh * denom_params;          // dparams (B, NH, P_denom)
-    cache += bh;                         // min_abs_wsum (B * NH)
-    if (features) cache += 2 * bh * T * HS;  // phi_q, phi_k (feature maps only)
+    cache += bh * T;                                    // wsum (B, NH, T)
+    cache += bh * T * HS;                               // numer (B, NH, T, HS)
+    cache += bh * denom_params;                         // dparams (B, NH, P_denom)
+    cache += bh;                                        // min_abs_wsum (B * NH)
+    if (features) cache += 2 * bh * T * HS;             // phi_q, phi_k (feature maps only)
     e.attention = L * (cache * f + bh * sizeof(long));  // + nonpositive_wsum (B * NH longs)
 
     // transformer::reserve, backward scratch (allocated whatever the config):
     sz scr = 0;
-    scr += 6 * NC;                       // dres_, dln_, dq_, dk_, dv_, datt_
-    if (rope) scr += 2 * NC;             // dq_raw_, dk_raw_
-    scr += 3 * NF;                       // dfc_gate_, dfc_up_, dact_
-    scr += 3 * NG;                       // dg_in_, dg_out_, dgate_pre_
-    scr += NC + N * V;                   // dlnf_ans_, dlogits_
+    scr += 6 * NC;            // dres_, dln_, dq_, dk_, dv_, datt_
+    if (rope) scr += 2 * NC;  // dq_raw_, dk_raw_
+    scr += 3 * NF;            // dfc_gate_, dfc_up_, dact_
+    scr += 3 * NG;            // dg_in_, dg_out_, dgate_pre_
+    scr += NC + N * V;        // dlnf_ans_, dlogits_
     // rope_tables(max_T, HS): cos and sin, (max_T, HS / 2) each.
     if (rope) scr += 2 * T * (HS / 2);
     e.scratch = scr * f;

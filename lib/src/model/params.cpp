@@ -7,8 +7,7 @@
 
 namespace attnlab {
 
-std::size_t param_layout::add(std::string name, std::vector<int> shape, param_init init,
-                              bool decay) {
+std::size_t param_layout::add(std::string name, std::vector<int> shape, param_init init, bool decay) {
     std::size_t size = 1;
     for (int d : shape) size *= static_cast<std::size_t>(d);
     tensors_.push_back({std::move(name), std::move(shape), total_, size, init, decay});
@@ -22,14 +21,13 @@ const param_tensor& param_layout::find(const std::string& name) const {
     throw std::out_of_range("no parameter named " + name);
 }
 
-param_layout build_param_layout(const model_config& m, const attention_config& a, int V,
-                                int T_max, model_offsets& off) {
+param_layout build_param_layout(const model_config& m, const attention_config& a, int V, int T_max,
+                                model_offsets& off) {
     param_layout p;
     const int D = m.d_model, F = resolved_mlp_hidden(m);
     off = model_offsets{};
     off.embed = p.add("embed.weight", {V, D}, param_init::normal, true);
-    if (m.position == position_kind::learned)
-        off.pos = p.add("pos.weight", {T_max, D}, param_init::normal, true);
+    if (m.position == position_kind::learned) off.pos = p.add("pos.weight", {T_max, D}, param_init::normal, true);
     for (int i = 0; i < m.layers; ++i) {
         const std::string b = "blocks." + std::to_string(i) + ".";
         block_offsets bo;
@@ -52,8 +50,7 @@ param_layout build_param_layout(const model_config& m, const attention_config& a
             if (a.denominator == denominator_kind::layernorm)  // right after the gain: the layer reads both
                 p.add(b + "attn.out_norm.bias", {dv}, param_init::zeros, false);
         }
-        if (m.mlp != mlp_kind::none)
-            bo.mlp_norm = p.add(b + "mlp_norm.weight", {D}, param_init::ones, false);
+        if (m.mlp != mlp_kind::none) bo.mlp_norm = p.add(b + "mlp_norm.weight", {D}, param_init::ones, false);
         if (m.mlp == mlp_kind::swiglu) {
             bo.mlp_gate = p.add(b + "mlp.gate.weight", {F, D}, param_init::normal, true);
             bo.mlp_up = p.add(b + "mlp.up.weight", {F, D}, param_init::normal, true);

@@ -26,7 +26,9 @@ constexpr std::uint64_t init_stream = 3;  // derive_seed stream of parameter ini
 constexpr long min_shard_work = 1L << 13;
 
 template <class T>
-void zero(T* p, std::size_t n) { std::fill(p, p + n, T(0)); }
+void zero(T* p, std::size_t n) {
+    std::fill(p, p + n, T(0));
+}
 
 #ifdef ATTNLAB_OPENBLAS
 extern "C" void openblas_set_num_threads(int);
@@ -43,7 +45,8 @@ using op_clock = std::chrono::steady_clock;
 // Adds the time since the last lap to acc[kind] when on (thread 0, timing enabled).
 class lap_timer {
 public:
-    lap_timer(bool on, std::vector<double>& acc) : on_(on), acc_(acc), last_(on ? op_clock::now() : op_clock::time_point{}) {}
+    lap_timer(bool on, std::vector<double>& acc)
+        : on_(on), acc_(acc), last_(on ? op_clock::now() : op_clock::time_point{}) {}
     void operator()(int kind) {
         if (!on_) return;
         const auto now = op_clock::now();
@@ -60,20 +63,29 @@ private:
 
 template <class T>
 transformer<T>::transformer(const model_config& m, const attention_config& a, int vocab, int max_T)
-    : m_(m), V_(vocab), max_T_(max_T), C_(m.d_model), NH_(m.heads), HS_(m.d_model / m.heads),
-      F_(resolved_mlp_hidden(m)), layout_(build_param_layout(m, a, vocab, max_T, off_)),
-      a_(a), attn_(a, m.heads, m.d_model / m.heads) {
+    : m_(m),
+      V_(vocab),
+      max_T_(max_T),
+      C_(m.d_model),
+      NH_(m.heads),
+      HS_(m.d_model / m.heads),
+      F_(resolved_mlp_hidden(m)),
+      layout_(build_param_layout(m, a, vocab, max_T, off_)),
+      a_(a),
+      attn_(a, m.heads, m.d_model / m.heads) {
     if (C_ % NH_ != 0) throw std::invalid_argument("d_model must be a multiple of heads");
     if (uses_rope()) rope_ = std::make_unique<rope_tables<T>>(max_T_, HS_);
     params.assign(layout_.total(), T(0));
     grads.assign(layout_.total(), T(0));
-    times_.names = {"embedding", "rmsnorm", "q/k/v (+rope, gates)", "attention", "output projection", "mlp",
-                    "head + loss"};
+    times_.names = {"embedding",         "rmsnorm", "q/k/v (+rope, gates)", "attention",
+                    "output projection", "mlp",     "head + loss"};
     reset_timings();
 }
 
 template <class T>
-void transformer<T>::enable_op_timing(bool on) { timing_ = on; }
+void transformer<T>::enable_op_timing(bool on) {
+    timing_ = on;
+}
 
 template <class T>
 void transformer<T>::reset_timings() {
@@ -110,27 +122,43 @@ void transformer<T>::reserve(int B, int T_len) {
     x_.assign(m_.layers + 1, std::vector<T>(NC));
     acts_.resize(m_.layers);
     for (auto& a : acts_) {
-        a.ln1.assign(NC, 0); a.rstd1.assign(N, 0);
-        a.q.assign(NC, 0); a.k.assign(NC, 0); a.v.assign(NC, 0);
+        a.ln1.assign(NC, 0);
+        a.rstd1.assign(N, 0);
+        a.q.assign(NC, 0);
+        a.k.assign(NC, 0);
+        a.v.assign(NC, 0);
         attn_.init_cache(a.att_cache, cap_B_, cap_T_);
         if (attn_.has_in_gate()) a.g_in.assign(N * NH_, 0);
         if (attn_.has_out_gate()) a.g_out.assign(N * NH_, 0);
-        a.att.assign(NC, 0); a.mid.assign(NC, 0);
+        a.att.assign(NC, 0);
+        a.mid.assign(NC, 0);
         if (m_.mlp != mlp_kind::none) {
-            a.ln2.assign(NC, 0); a.rstd2.assign(N, 0);
-            a.fc_up.assign(NF, 0); a.act.assign(NF, 0);
+            a.ln2.assign(NC, 0);
+            a.rstd2.assign(N, 0);
+            a.fc_up.assign(NF, 0);
+            a.act.assign(NF, 0);
             if (m_.mlp == mlp_kind::swiglu) a.fc_gate.assign(NF, 0);
         }
     }
-    lnf_.assign(NC, 0); rstdf_.assign(N, 0);
+    lnf_.assign(NC, 0);
+    rstdf_.assign(N, 0);
     // Answer rows: at most every row.
-    lnf_ans_.assign(NC, 0); logits_.assign(N * V_, 0); probs_.assign(N * V_, 0); losses_.reserve(N);
-    ans_rows_.reserve(N); ans_tgt_.reserve(N); ans_pred_.reserve(N);
+    lnf_ans_.assign(NC, 0);
+    logits_.assign(N * V_, 0);
+    probs_.assign(N * V_, 0);
+    losses_.reserve(N);
+    ans_rows_.reserve(N);
+    ans_tgt_.reserve(N);
+    ans_pred_.reserve(N);
     for (auto* v : {&dres_, &dln_, &dq_, &dk_, &dv_, &datt_}) v->assign(NC, 0);
-    if (uses_rope()) { dq_raw_.assign(NC, 0); dk_raw_.assign(NC, 0); }
+    if (uses_rope()) {
+        dq_raw_.assign(NC, 0);
+        dk_raw_.assign(NC, 0);
+    }
     for (auto* v : {&dfc_gate_, &dfc_up_, &dact_}) v->assign(NF, 0);
     for (auto* v : {&dg_in_, &dg_out_, &dgate_pre_}) v->assign(N * NH_, 0);
-    dlnf_ans_.assign(NC, 0); dlogits_.assign(N * V_, 0);
+    dlnf_ans_.assign(NC, 0);
+    dlogits_.assign(N * V_, 0);
 }
 
 template <class T>
@@ -159,11 +187,14 @@ void transformer<T>::plan_shards(int B) {
 template <class T>
 T transformer<T>::forward(const std::int32_t* tokens, const std::int32_t* targets, int B, int Tn) {
     reserve(B, Tn);
-    B_ = B; T_ = Tn; tokens_ = tokens;
+    B_ = B;
+    T_ = Tn;
+    tokens_ = tokens;
     const int N = B * Tn;
 
     // The answer rows: only they reach the head and the loss.
-    ans_rows_.clear(); ans_tgt_.clear();
+    ans_rows_.clear();
+    ans_tgt_.clear();
     for (int n = 0; n < N; ++n)
         if (targets[n] != no_target) {
             if (targets[n] < 0 || targets[n] >= V_) throw std::out_of_range("target outside the vocabulary");
@@ -230,7 +261,8 @@ void transformer<T>::forward_shard(const shard& sh, attention_scratch<T>& scratc
         if (recurrent_) {  // a single shard (plan_shards)
             recurrent_->forward(a.att.data(), attention_inputs_of(l), Bs, Tn);
         } else {
-            attn_.forward_heads(a.att.data(), a.att_cache, attention_inputs_of(l), Tn, sh.b0 * NH_, sh.b1 * NH_, scratch);
+            attn_.forward_heads(a.att.data(), a.att_cache, attention_inputs_of(l), Tn, sh.b0 * NH_, sh.b1 * NH_,
+                                scratch);
         }
         lap(op_attention);
         // mid = x + att @ Wo^T
@@ -287,7 +319,9 @@ attention_inputs<T> transformer<T>::attention_inputs_of(int l) const {
     const block_offsets& bo = off_.blocks[l];
     const layer_acts& a = acts_[l];
     attention_inputs<T> in;
-    in.q = a.q.data(); in.k = a.k.data(); in.v = a.v.data();
+    in.q = a.q.data();
+    in.k = a.k.data();
+    in.v = a.v.data();
     if (attn_.has_in_gate()) in.in_gate = a.g_in.data();
     if (attn_.has_out_gate()) in.out_gate = a.g_out.data();
     if (bo.out_norm != block_offsets::npos) in.denom_params = p(bo.out_norm);
@@ -309,12 +343,16 @@ T transformer<T>::min_abs_denominator() const {
 }
 
 template <class T>
-void transformer<T>::zero_grad() { std::fill(grads.begin(), grads.end(), T(0)); }
+void transformer<T>::zero_grad() {
+    std::fill(grads.begin(), grads.end(), T(0));
+}
 
 template <class T>
 void transformer<T>::set_attention_form(attention_form form, state_layout layout) {
-    if (form == attention_form::parallel) recurrent_.reset();
-    else recurrent_ = std::make_unique<recurrent_attention<T>>(a_, NH_, HS_, layout);
+    if (form == attention_form::parallel)
+        recurrent_.reset();
+    else
+        recurrent_ = std::make_unique<recurrent_attention<T>>(a_, NH_, HS_, layout);
 }
 
 template <class T>
@@ -401,8 +439,8 @@ void transformer<T>::backward_shard(const shard& sh, T* grad, attention_scratch<
                 linear_backward(dln, G(bo.mlp_gate), (T*)nullptr, dgate, ln2, p(bo.mlp_gate), N, C, F);
                 linear_backward(dln, G(bo.mlp_up), (T*)nullptr, dup, ln2, p(bo.mlp_up), N, C, F);
             } else {  // gelu
-                linear_backward(dact, G(bo.mlp_down), G(bo.mlp_down_bias), dres, a.act.data() + rf, p(bo.mlp_down),
-                                N, F, C);
+                linear_backward(dact, G(bo.mlp_down), G(bo.mlp_down_bias), dres, a.act.data() + rf, p(bo.mlp_down), N,
+                                F, C);
                 gelu_backward(dup, dact, a.fc_up.data() + rf, static_cast<long>(NF));
                 linear_backward(dln, G(bo.mlp_up), G(bo.mlp_up_bias), dup, ln2, p(bo.mlp_up), N, C, F);
             }
@@ -415,11 +453,17 @@ void transformer<T>::backward_shard(const shard& sh, T* grad, attention_scratch<
         zero(datt, NC);
         linear_backward(datt, G(bo.o), (T*)nullptr, dres, a.att.data() + rc, p(bo.o), N, C, C);
         lap(op_out_proj);
-        zero(dq_.data() + rc, NC); zero(dk_.data() + rc, NC); zero(dv_.data() + rc, NC);
-        zero(dg_in_.data() + rg, NG); zero(dg_out_.data() + rg, NG);
+        zero(dq_.data() + rc, NC);
+        zero(dk_.data() + rc, NC);
+        zero(dv_.data() + rc, NC);
+        zero(dg_in_.data() + rg, NG);
+        zero(dg_out_.data() + rg, NG);
         attention_grads<T> ag;
-        ag.dq = dq_.data(); ag.dk = dk_.data(); ag.dv = dv_.data();
-        ag.din_gate = dg_in_.data(); ag.dout_gate = dg_out_.data();
+        ag.dq = dq_.data();
+        ag.dk = dk_.data();
+        ag.dv = dv_.data();
+        ag.din_gate = dg_in_.data();
+        ag.dout_gate = dg_out_.data();
         attn_.backward_heads(ag, datt_.data(), a.att_cache, attention_inputs_of(l), Tn, sh.b0 * NH_, sh.b1 * NH_,
                              scratch);
         if (bo.out_norm != block_offsets::npos)
@@ -428,7 +472,8 @@ void transformer<T>::backward_shard(const shard& sh, T* grad, attention_scratch<
         const T* dq = dq_.data() + rc;
         const T* dk = dk_.data() + rc;
         if (uses_rope()) {
-            zero(dq_raw_.data() + rc, NC); zero(dk_raw_.data() + rc, NC);
+            zero(dq_raw_.data() + rc, NC);
+            zero(dk_raw_.data() + rc, NC);
             rope_backward(dq_raw_.data() + rc, dq, *rope_, Bs, Tn, NH_, HS_);
             rope_backward(dk_raw_.data() + rc, dk, *rope_, Bs, Tn, NH_, HS_);
             dq = dq_raw_.data() + rc;
@@ -454,8 +499,8 @@ void transformer<T>::backward_shard(const shard& sh, T* grad, attention_scratch<
         rmsnorm_backward(dres, G(bo.attn_norm), dln, x_[l].data() + rc, a.rstd1.data() + n0, p(bo.attn_norm), N, C);
         lap(op_norm);
     }
-    embedding_backward(G(off_.embed), off_.pos == block_offsets::npos ? nullptr : G(off_.pos), dres, tokens_ + n0,
-                       Bs, Tn, C);
+    embedding_backward(G(off_.embed), off_.pos == block_offsets::npos ? nullptr : G(off_.pos), dres, tokens_ + n0, Bs,
+                       Tn, C);
     lap(op_embed);
 }
 

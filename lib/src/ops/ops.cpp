@@ -22,8 +22,7 @@ constexpr long parallel_threshold = 1L << 15;
 }  // namespace
 
 template <class T>
-void embedding_forward(T* out, const std::int32_t* tokens, const T* wte, const T* wpe,
-                       int B, int Tn, int C) {
+void embedding_forward(T* out, const std::int32_t* tokens, const T* wte, const T* wpe, int B, int Tn, int C) {
     const long N = static_cast<long>(B) * Tn;
 #pragma omp parallel for if (N * C > parallel_threshold)
     for (long n = 0; n < N; ++n) {
@@ -39,8 +38,7 @@ void embedding_forward(T* out, const std::int32_t* tokens, const T* wte, const T
 }
 
 template <class T>
-void embedding_backward(T* dwte, T* dwpe, const T* dout, const std::int32_t* tokens,
-                        int B, int Tn, int C) {
+void embedding_backward(T* dwte, T* dwpe, const T* dout, const std::int32_t* tokens, int B, int Tn, int C) {
     // Serial: rows scatter into shared embedding rows.
     const long N = static_cast<long>(B) * Tn;
     for (long n = 0; n < N; ++n) {
@@ -56,7 +54,7 @@ void embedding_backward(T* dwte, T* dwpe, const T* dout, const std::int32_t* tok
 
 template <class T>
 void rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight, int N, int C, T eps) {
-#pragma omp parallel for if (static_cast<long>(N) * C > parallel_threshold)
+#pragma omp parallel for if (static_cast <long>(N) * C > parallel_threshold)
     for (int n = 0; n < N; ++n) {
         const T* x = inp + static_cast<long>(n) * C;
         T ss = 0;
@@ -71,9 +69,8 @@ void rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight, int N, int 
 // y_c = x_c r w_c, r = (mean(x^2) + eps)^(-1/2), dr/dx_c = -r^3 x_c / C.
 // dx_c = r w_c dy_c - (r^3 / C) x_c sum_k(dy_k w_k x_k);  dw_c = sum_n dy_c x_c r.
 template <class T>
-void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* rstd,
-                      const T* weight, int N, int C) {
-#pragma omp parallel for if (static_cast<long>(N) * C > parallel_threshold)
+void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* rstd, const T* weight, int N, int C) {
+#pragma omp parallel for if (static_cast <long>(N) * C > parallel_threshold)
     for (int n = 0; n < N; ++n) {
         const T* x = inp + static_cast<long>(n) * C;
         const T* dy = dout + static_cast<long>(n) * C;
@@ -95,17 +92,17 @@ void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T*
 
 template <class T>
 void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int N, int C, int OC) {
-    const_matrix_map<T> x(inp, N, C);         // (N, C)
-    const_matrix_map<T> w(weight, OC, C);     // (OC, C)
-    matrix_map<T> y(out, N, OC);              // (N, OC)
+    const_matrix_map<T> x(inp, N, C);      // (N, C)
+    const_matrix_map<T> w(weight, OC, C);  // (OC, C)
+    matrix_map<T> y(out, N, OC);           // (N, OC)
     y.noalias() = x * w.transpose();
     if (bias) y.rowwise() += Eigen::Map<const row_vector<T>>(bias, OC);
 }
 
 // dx = dy W; dW = dy^T x; db = sum_n dy.
 template <class T>
-void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
-                     const T* weight, int N, int C, int OC) {
+void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int N, int C,
+                     int OC) {
     const_matrix_map<T> dy(dout, N, OC);
     const_matrix_map<T> x(inp, N, C);
     const_matrix_map<T> w(weight, OC, C);
@@ -234,10 +231,9 @@ void add_inplace(T* out, const T* inp, long n) {
 }
 
 template <class T>
-T cross_entropy_forward(T* probs, T* losses, const T* logits, const std::int32_t* targets,
-                        int A, int V) {
+T cross_entropy_forward(T* probs, T* losses, const T* logits, const std::int32_t* targets, int A, int V) {
     double total = 0;
-#pragma omp parallel for reduction(+ : total) if (static_cast<long>(A) * V > parallel_threshold)
+#pragma omp parallel for reduction(+ : total) if (static_cast <long>(A) * V > parallel_threshold)
     for (int a = 0; a < A; ++a) {
         const T* z = logits + static_cast<long>(a) * V;
         T* p = probs + static_cast<long>(a) * V;
@@ -254,9 +250,8 @@ T cross_entropy_forward(T* probs, T* losses, const T* logits, const std::int32_t
 }
 
 template <class T>
-void cross_entropy_backward(T* dlogits, const T* probs, const std::int32_t* targets, T scale,
-                            int A, int V) {
-#pragma omp parallel for if (static_cast<long>(A) * V > parallel_threshold)
+void cross_entropy_backward(T* dlogits, const T* probs, const std::int32_t* targets, T scale, int A, int V) {
+#pragma omp parallel for if (static_cast <long>(A) * V > parallel_threshold)
     for (int a = 0; a < A; ++a) {
         const T* p = probs + static_cast<long>(a) * V;
         T* d = dlogits + static_cast<long>(a) * V;
@@ -265,25 +260,25 @@ void cross_entropy_backward(T* dlogits, const T* probs, const std::int32_t* targ
     }
 }
 
-#define ATTNLAB_INSTANTIATE_OPS(T)                                                                 \
+#define ATTNLAB_INSTANTIATE_OPS(T)                                                                  \
     template void embedding_forward<T>(T*, const std::int32_t*, const T*, const T*, int, int, int); \
-    template void embedding_backward<T>(T*, T*, const T*, const std::int32_t*, int, int, int);     \
-    template void rmsnorm_forward<T>(T*, T*, const T*, const T*, int, int, T);                     \
-    template void rmsnorm_backward<T>(T*, T*, const T*, const T*, const T*, const T*, int, int);   \
-    template void linear_forward<T>(T*, const T*, const T*, const T*, int, int, int);              \
-    template void linear_backward<T>(T*, T*, T*, const T*, const T*, const T*, int, int, int);     \
-    template struct rope_tables<T>;                                                                \
-    template void rope_forward<T>(T*, const T*, const rope_tables<T>&, int, int, int, int);        \
-    template void rope_backward<T>(T*, const T*, const rope_tables<T>&, int, int, int, int);       \
-    template void rope_forward_at<T>(T*, const T*, const rope_tables<T>&, int, int, int);          \
-    template void swiglu_forward<T>(T*, const T*, const T*, int, int);                             \
-    template void swiglu_backward<T>(T*, T*, const T*, const T*, const T*, int, int);              \
-    template void gelu_forward<T>(T*, const T*, long);                                             \
-    template void gelu_backward<T>(T*, const T*, const T*, long);                                  \
-    template void sigmoid_forward<T>(T*, const T*, long);                                          \
-    template void sigmoid_backward<T>(T*, const T*, const T*, long);                               \
-    template void add_inplace<T>(T*, const T*, long);                                              \
-    template T cross_entropy_forward<T>(T*, T*, const T*, const std::int32_t*, int, int);          \
+    template void embedding_backward<T>(T*, T*, const T*, const std::int32_t*, int, int, int);      \
+    template void rmsnorm_forward<T>(T*, T*, const T*, const T*, int, int, T);                      \
+    template void rmsnorm_backward<T>(T*, T*, const T*, const T*, const T*, const T*, int, int);    \
+    template void linear_forward<T>(T*, const T*, const T*, const T*, int, int, int);               \
+    template void linear_backward<T>(T*, T*, T*, const T*, const T*, const T*, int, int, int);      \
+    template struct rope_tables<T>;                                                                 \
+    template void rope_forward<T>(T*, const T*, const rope_tables<T>&, int, int, int, int);         \
+    template void rope_backward<T>(T*, const T*, const rope_tables<T>&, int, int, int, int);        \
+    template void rope_forward_at<T>(T*, const T*, const rope_tables<T>&, int, int, int);           \
+    template void swiglu_forward<T>(T*, const T*, const T*, int, int);                              \
+    template void swiglu_backward<T>(T*, T*, const T*, const T*, const T*, int, int);               \
+    template void gelu_forward<T>(T*, const T*, long);                                              \
+    template void gelu_backward<T>(T*, const T*, const T*, long);                                   \
+    template void sigmoid_forward<T>(T*, const T*, long);                                           \
+    template void sigmoid_backward<T>(T*, const T*, const T*, long);                                \
+    template void add_inplace<T>(T*, const T*, long);                                               \
+    template T cross_entropy_forward<T>(T*, T*, const T*, const std::int32_t*, int, int);           \
     template void cross_entropy_backward<T>(T*, const T*, const std::int32_t*, T, int, int);
 
 ATTNLAB_INSTANTIATE_OPS(float)

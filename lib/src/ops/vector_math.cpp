@@ -20,7 +20,7 @@ namespace {
 // callers' loops vectorise.
 inline float exp_poly(float x) {
     x = x < -87.3365f ? -87.3365f : x;  // exp stays a normal float
-    x = x > 88.3f ? 88.3f : x;  // n <= 127: 2^n stays finite (exp(88.3) = 2.2e38)
+    x = x > 88.3f ? 88.3f : x;          // n <= 127: 2^n stays finite (exp(88.3) = 2.2e38)
     // n = round(x / ln2) in [-126, 128]: truncating the positive x/ln2 + 128.5
     // floors it without a call to floor (which the baseline would not inline).
     // A NaN x passes the clamps; converting it to int is undefined behaviour

@@ -56,8 +56,10 @@ std::string format_bytes(double bytes) {
         ++u;
     }
     char buf[32];
-    if (u == 0) std::snprintf(buf, sizeof buf, "%.0f B", bytes);
-    else std::snprintf(buf, sizeof buf, bytes < 10 ? "%.2f %s" : bytes < 100 ? "%.1f %s" : "%.0f %s", bytes, units[u]);
+    if (u == 0)
+        std::snprintf(buf, sizeof buf, "%.0f B", bytes);
+    else
+        std::snprintf(buf, sizeof buf, bytes < 10 ? "%.2f %s" : bytes < 100 ? "%.1f %s" : "%.0f %s", bytes, units[u]);
     return buf;
 }
 
@@ -83,7 +85,8 @@ std::string cgroup_path(const std::string& controllers) {
         const auto c1 = line.find(':'), c2 = line.find(':', c1 + 1);
         if (c1 == std::string::npos || c2 == std::string::npos) continue;
         const std::string names = line.substr(c1 + 1, c2 - c1 - 1);
-        if (controllers.empty() ? names.empty() : ("," + names + ",").find("," + controllers + ",") != std::string::npos)
+        if (controllers.empty() ? names.empty()
+                                : ("," + names + ",").find("," + controllers + ",") != std::string::npos)
             return line.substr(c2 + 1);
     }
     return "";
@@ -124,7 +127,7 @@ memory_limit machine_memory_limit() {
             rel = slash == 0 || slash == std::string::npos ? "/" : rel.substr(0, slash);
         }
     };
-    walk("/sys/fs/cgroup", cgroup_path(""), "memory.max", "memory.current");                           // v2
+    walk("/sys/fs/cgroup", cgroup_path(""), "memory.max", "memory.current");                                 // v2
     walk("/sys/fs/cgroup/memory", cgroup_path("memory"), "memory.limit_in_bytes", "memory.usage_in_bytes");  // v1
     return out;
 }

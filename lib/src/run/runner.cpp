@@ -42,9 +42,7 @@ void set_threads(int n) {
 }
 
 shard_spec parse_shard(const std::string& text) {
-    auto bad = [&](const std::string& why) {
-        return config_error("--shard: " + why + ", got '" + text + "'");
-    };
+    auto bad = [&](const std::string& why) { return config_error("--shard: " + why + ", got '" + text + "'"); };
     const auto slash = text.find('/');
     if (slash == std::string::npos) throw bad("expected I/N (0-based shard I of N, e.g. 0/3)");
     auto number = [&](const std::string& s, int& v) {
@@ -72,19 +70,28 @@ std::string duration_text(double s) {
     if (!std::isfinite(s) || s < 0) return "?";
     const long t = std::lround(s);
     char buf[32];
-    if (t >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", t / 3600, t / 60 % 60);
-    else if (t >= 60) std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
-    else std::snprintf(buf, sizeof buf, "%lds", t);
+    if (t >= 3600)
+        std::snprintf(buf, sizeof buf, "%ldh%02ldm", t / 3600, t / 60 % 60);
+    else if (t >= 60)
+        std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
+    else
+        std::snprintf(buf, sizeof buf, "%lds", t);
     return buf;
 }
 
-const std::vector<std::string> metrics_header = {"step", "split", "loss", "token_acc", "seq_acc", "lr",
-                                                 "grad_norm", "tokens_per_s", "elapsed_s"};
+const std::vector<std::string> metrics_header = {"step", "split",     "loss",         "token_acc", "seq_acc",
+                                                 "lr",   "grad_norm", "tokens_per_s", "elapsed_s"};
 
 std::vector<std::string> metrics_fields(const metrics_row& r) {
-    return {std::to_string(r.step), r.split, format_number(r.m.loss), format_number(r.m.token_acc),
-            format_number(r.m.seq_acc), format_number(r.lr), format_number(r.grad_norm),
-            format_number(std::round(r.tokens_per_s)), format_number(std::round(r.elapsed_s * 1000) / 1000)};
+    return {std::to_string(r.step),
+            r.split,
+            format_number(r.m.loss),
+            format_number(r.m.token_acc),
+            format_number(r.m.seq_acc),
+            format_number(r.lr),
+            format_number(r.grad_norm),
+            format_number(std::round(r.tokens_per_s)),
+            format_number(std::round(r.elapsed_s * 1000) / 1000)};
 }
 
 // metrics.csv, appended a row at a time (write(2) on an O_APPEND descriptor,
@@ -207,9 +214,9 @@ private:
     int per_run_threads_ = 1;
     clock_type::time_point sweep_t0_, pool_t0_;
 
-    std::vector<std::size_t> queue_;              // spec indices of the runs to train, in spec order
-    std::atomic<std::size_t> next_{0};            // next queue position a worker takes
-    std::mutex mu_;                               // guards everything below, the summary files and the log order
+    std::vector<std::size_t> queue_;                  // spec indices of the runs to train, in spec order
+    std::atomic<std::size_t> next_{0};                // next queue position a worker takes
+    std::mutex mu_;                                   // guards everything below, the summary files and the log order
     std::vector<std::optional<run_result>> results_;  // by spec index
     std::vector<std::size_t> busy_;
     double trained_s_ = 0;
@@ -244,8 +251,10 @@ void sweep_runner::log_progress() {
     const int done = out_.skipped + out_.ok + out_.diverged;
     const int remaining = out_.total - done - out_.busy;
     std::string left = "?";
-    if (remaining <= 0) left = "0s";
-    else if (trained_ > 0) left = duration_text(seconds_since(pool_t0_) / trained_ * remaining);
+    if (remaining <= 0)
+        left = "0s";
+    else if (trained_ > 0)
+        left = duration_text(seconds_since(pool_t0_) / trained_ * remaining);
     std::string busy;
     if (out_.busy > 0) busy = fmt::format(", {} left to other processes", out_.busy);
     spdlog::info("sweep: {}/{} runs done ({} skipped{}), elapsed {}, time left ~{}", done, out_.total, out_.skipped,
@@ -274,10 +283,13 @@ std::optional<train_state> resumable_state(const std::string& dir, const std::st
     }
     if (!st) return std::nullopt;
     model_offsets off;
-    const std::size_t n = build_param_layout(cfg.model, cfg.attention, model_vocab_size(cfg.task),
-                                             max_seq_len(cfg.task), off).total();
-    if (st->params.size() != n) return drop(path + " holds " + std::to_string(st->params.size()) + " parameters, the model " + std::to_string(n));
-    if (st->step >= cfg.train.steps) return drop(path + ": step " + std::to_string(st->step) + " is past the run's end");
+    const std::size_t n =
+        build_param_layout(cfg.model, cfg.attention, model_vocab_size(cfg.task), max_seq_len(cfg.task), off).total();
+    if (st->params.size() != n)
+        return drop(path + " holds " + std::to_string(st->params.size()) + " parameters, the model " +
+                    std::to_string(n));
+    if (st->step >= cfg.train.steps)
+        return drop(path + ": step " + std::to_string(st->step) + " is past the run's end");
     std::string why;
     if (!keep_metrics_up_to(dir + "/metrics.csv", cfg.train, st->step, why)) return drop(why);
     return st;
@@ -305,9 +317,10 @@ attempt sweep_runner::train_one(std::size_t i) {
         remove_temporaries(dir);
         spdlog::info("{} training {} steps, resumed after step {} from {}", tg, steps, resume->step, state_path);
         if (resume->threads != per_run_threads_)
-            spdlog::warn("{} was trained with {} threads before, {} now: its results will differ in the last bits "
-                         "from those of a run never stopped",
-                         tg, resume->threads, per_run_threads_);
+            spdlog::warn(
+                "{} was trained with {} threads before, {} now: its results will differ in the last bits "
+                "from those of a run never stopped",
+                tg, resume->threads, per_run_threads_);
     } else {
         clean_run_dir(dir);
         write_file_atomic(dir + "/config.yaml", config_yaml);
@@ -338,10 +351,11 @@ attempt sweep_runner::train_one(std::size_t i) {
             const std::size_t started = std::min(next_.load(), queue_.size());
             sweep_left = run_left + static_cast<double>(queue_.size() - started) * per_run / opt_.jobs;
         }
-        spdlog::info("{} step {}/{} | train loss {:.4f} acc {:.3f} | test loss {:.4f} acc {:.3f} seq {:.3f} | "
-                     "{:.1f}k tok/s | left: run {}, sweep {}",
-                     tg, r.step, steps, last_train_loss, last_train_acc, r.m.loss, r.m.token_acc, r.m.seq_acc,
-                     last_tps / 1000, duration_text(run_left), duration_text(sweep_left));
+        spdlog::info(
+            "{} step {}/{} | train loss {:.4f} acc {:.3f} | test loss {:.4f} acc {:.3f} seq {:.3f} | "
+            "{:.1f}k tok/s | left: run {}, sweep {}",
+            tg, r.step, steps, last_train_loss, last_train_acc, r.m.loss, r.m.token_acc, r.m.seq_acc, last_tps / 1000,
+            duration_text(run_left), duration_text(sweep_left));
     };
     // Checkpoint: written before result.yaml, which marks the run complete.
     bool saved = false;
@@ -351,9 +365,7 @@ attempt sweep_runner::train_one(std::size_t i) {
         saved = true;
     };
     // Resume state: when stopped, and every save_every_s seconds.
-    cb.save_state = [&](const train_state& st) {
-        train_state_save(state_path, st, config_yaml);
-    };
+    cb.save_state = [&](const train_state& st) { train_state_save(state_path, st, config_yaml); };
     cb.save_every_s = opt_.save_every_s;
     const run_result res = train_run(point.config, cb, resume ? &*resume : nullptr);
     if (res.status == run_status::interrupted) {
@@ -433,9 +445,12 @@ void sweep_runner::check_memory() const {
     for (std::size_t k = 0; k < at_once; ++k) need += sizes[k].first;
     const std::string& biggest = spec_.runs[sizes[0].second].id;
     if (need <= limit.bytes) {
-        spdlog::info("memory: ~{} for the largest run{}, limit {} ({})", format_bytes(static_cast<double>(sizes[0].first)),
-                     at_once > 1 ? fmt::format(", ~{} for the {} largest at once", format_bytes(static_cast<double>(need)), at_once) : "",
-                     format_bytes(static_cast<double>(limit.bytes)), limit.source);
+        spdlog::info(
+            "memory: ~{} for the largest run{}, limit {} ({})", format_bytes(static_cast<double>(sizes[0].first)),
+            at_once > 1
+                ? fmt::format(", ~{} for the {} largest at once", format_bytes(static_cast<double>(need)), at_once)
+                : "",
+            format_bytes(static_cast<double>(limit.bytes)), limit.source);
         return;
     }
     const memory_estimate e = estimate_training_memory(spec_.runs[sizes[0].second].config, per_run_threads_);
@@ -445,10 +460,12 @@ void sweep_runner::check_memory() const {
         "attention {}, scratch and data {}, {} thread{} {})",
         biggest, b(e.total()), b(e.params), b(e.grads), b(e.optimizer), b(e.activations), b(e.attention), b(e.scratch),
         per_run_threads_, per_run_threads_ == 1 ? "" : "s", b(e.per_thread));
-    if (at_once > 1) msg += fmt::format(", and the {} largest runs trained at once (--jobs {}) {}", at_once, opt_.jobs, b(need));
-    msg += fmt::format("; the limit is {} ({}). Lower train.batch, the sequence length or the model, use fewer "
-                       "--jobs, or set --max-memory; nothing was run",
-                       b(limit.bytes), limit.source);
+    if (at_once > 1)
+        msg += fmt::format(", and the {} largest runs trained at once (--jobs {}) {}", at_once, opt_.jobs, b(need));
+    msg += fmt::format(
+        "; the limit is {} ({}). Lower train.batch, the sequence length or the model, use fewer "
+        "--jobs, or set --max-memory; nothing was run",
+        b(limit.bytes), limit.source);
     throw config_error(msg);
 }
 
@@ -520,13 +537,15 @@ sweep_outcome sweep_runner::run() {
                  out_.total, out_.ok, out_.diverged, out_.skipped, duration_text(seconds_since(sweep_t0_)),
                  out_.summary_path);
     if (out_.busy > 0)
-        spdlog::warn("{} runs were being trained by another process and are not in this summary; "
-                     "`attnlab summarize {}` collects them when it is done",
-                     out_.busy, out_.dir);
+        spdlog::warn(
+            "{} runs were being trained by another process and are not in this summary; "
+            "`attnlab summarize {}` collects them when it is done",
+            out_.busy, out_.dir);
     if (opt_.shard.sharded() && !out_.interrupted)
-        spdlog::info("shard {}/{} done; when every shard is, `attnlab summarize {}` writes {}/summary.csv and "
-                     "table.md",
-                     opt_.shard.index, opt_.shard.count, out_.dir, out_.dir);
+        spdlog::info(
+            "shard {}/{} done; when every shard is, `attnlab summarize {}` writes {}/summary.csv and "
+            "table.md",
+            opt_.shard.index, opt_.shard.count, out_.dir, out_.dir);
     return out_;
 }
 

@@ -106,10 +106,10 @@ std::string swept_value_of(const run_point& p, const std::string& key) {
 std::string summary_csv(const experiment_spec& spec, const std::vector<summary_entry>& entries) {
     std::vector<std::string> header = {"run_id", "status"};
     header.insert(header.end(), spec.swept_keys.begin(), spec.swept_keys.end());
-    for (const char* h : {"final_test_loss", "final_test_token_acc", "final_test_seq_acc", "best_test_loss",
-                          "best_test_token_acc", "best_test_seq_acc", "best_step", "steps", "wall_s", "params",
-                          "state_floats", "state_floats_full", "state_bytes", "nonpositive_denominator_steps",
-                          "reason"})
+    for (const char* h :
+         {"final_test_loss", "final_test_token_acc", "final_test_seq_acc", "best_test_loss", "best_test_token_acc",
+          "best_test_seq_acc", "best_step", "steps", "wall_s", "params", "state_floats", "state_floats_full",
+          "state_bytes", "nonpositive_denominator_steps", "reason"})
         header.emplace_back(h);
     std::string out = csv_line(header);
     for (const auto& e : entries) {
@@ -194,7 +194,10 @@ std::string summary_table_md(const experiment_spec& spec, const std::vector<summ
         int diverged = 0, solved = 0;
         const auto& members = groups[label];
         for (const auto* e : members) {
-            if (e->result.status != run_status::ok) { ++diverged; continue; }
+            if (e->result.status != run_status::ok) {
+                ++diverged;
+                continue;
+            }
             tok.push_back(e->result.final_test.token_acc);
             seq.push_back(e->result.final_test.seq_acc);
             loss.push_back(e->result.final_test.loss);
@@ -205,8 +208,10 @@ std::string summary_table_md(const experiment_spec& spec, const std::vector<summ
         char frac[32];
         std::snprintf(frac, sizeof frac, "%d/%zu", solved, members.size());
         s << " " << members.size() << " | " << diverged << " | " << frac << " | ";
-        if (tok.empty()) s << "– | – | – |\n";
-        else s << fmt(stats(tok)) << " | " << fmt(stats(seq)) << " | " << fmt(stats(loss)) << " |\n";
+        if (tok.empty())
+            s << "– | – | – |\n";
+        else
+            s << fmt(stats(tok)) << " | " << fmt(stats(seq)) << " | " << fmt(stats(loss)) << " |\n";
     }
     return s.str();
 }

@@ -33,8 +33,8 @@ void write_spec_as_run(const std::string& dir, const experiment_spec& spec) {
     list << YAML::EndSeq;
     // overrides.yaml first: a spec.yaml is never newer than the overrides that go with it.
     write_file_atomic(dir + "/overrides.yaml", std::string("# --set overrides of the run of spec.yaml; "
-                                                                  "attnlab summarize applies them\n") +
-                                                          (spec.set_overrides.empty() ? "[]" : list.c_str()) + "\n");
+                                                           "attnlab summarize applies them\n") +
+                                                   (spec.set_overrides.empty() ? "[]" : list.c_str()) + "\n");
     std::string header = "# attnlab " ATTNLAB_VERSION ": spec " + spec.path + " as run";
     for (const auto& s : spec.set_overrides) header += " --set " + s;
     write_file_atomic(dir + "/spec.yaml", header + "\n" + spec.source_text);
@@ -51,8 +51,8 @@ std::vector<std::string> overrides_from_header(const std::string& spec_text) {
     const std::string sep = " --set ";
     for (auto at = first.find(sep); at != std::string::npos;) {
         const auto next = first.find(sep, at + sep.size());
-        out.push_back(first.substr(at + sep.size(), next == std::string::npos ? std::string::npos
-                                                                             : next - at - sep.size()));
+        out.push_back(
+            first.substr(at + sep.size(), next == std::string::npos ? std::string::npos : next - at - sep.size()));
         at = next;
     }
     return out;

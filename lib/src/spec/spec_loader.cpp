@@ -55,9 +55,12 @@ std::string printable(const std::string& s) {
             out += static_cast<char>(c);
             continue;
         }
-        if (c == '\n') out += "\\n";
-        else if (c == '\t') out += "\\t";
-        else if (c == '\r') out += "\\r";
+        if (c == '\n')
+            out += "\\n";
+        else if (c == '\t')
+            out += "\\t";
+        else if (c == '\r')
+            out += "\\r";
         else {
             char buf[8];
             std::snprintf(buf, sizeof buf, "\\x%02x", c);
@@ -112,7 +115,8 @@ std::vector<std::pair<YAML::Node, YAML::Node>> map_items(const YAML::Node& map, 
     std::vector<std::pair<YAML::Node, YAML::Node>> out;
     std::set<std::string> seen;
     for (const auto& kv : map) {
-        if (!kv.first.IsScalar()) fail({file, line_of(kv.first), path}, "expected a key name, got " + describe(kv.first));
+        if (!kv.first.IsScalar())
+            fail({file, line_of(kv.first), path}, "expected a key name, got " + describe(kv.first));
         if (!seen.insert(kv.first.Scalar()).second)
             fail({file, line_of(kv.first), join_path(path, kv.first.Scalar())}, "duplicate key");
         out.emplace_back(kv.first, kv.second);
@@ -139,7 +143,8 @@ void check_text(const std::string& text, const std::string& file) {
     std::size_t i = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;  // a UTF-8 byte order mark is fine
     auto bad = [&](const std::string& what) {
         char buf[96];
-        std::snprintf(buf, sizeof buf, " 0x%02x at column %zu", static_cast<unsigned char>(text[i]), i - line_start + 1);
+        std::snprintf(buf, sizeof buf, " 0x%02x at column %zu", static_cast<unsigned char>(text[i]),
+                      i - line_start + 1);
         fail({file, line, ""}, what + buf + ", expected UTF-8 text");
     };
     while (i < text.size()) {
@@ -157,7 +162,8 @@ void check_text(const std::string& text, const std::string& file) {
         // Lead byte, then 1-3 continuation bytes; no overlong forms, surrogates or code points > U+10FFFF.
         std::size_t len = 0;
         unsigned char lo = 0x80, hi = 0xBF;  // range of the first continuation byte
-        if (c >= 0xC2 && c <= 0xDF) len = 2;
+        if (c >= 0xC2 && c <= 0xDF)
+            len = 2;
         else if (c >= 0xE0 && c <= 0xEF) {
             len = 3;
             if (c == 0xE0) lo = 0xA0;
@@ -205,8 +211,7 @@ public:
     }
     void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
         for (const open_node& o : open_)
-            if (o.anchor == anchor)
-                fail({file_, line(mark), ""}, "YAML alias inside the node it refers to (a cycle)");
+            if (o.anchor == anchor) fail({file_, line(mark), ""}, "YAML alias inside the node it refers to (a cycle)");
         aliases_ = true;
         auto it = size_.find(anchor);
         count(it == size_.end() ? 1 : it->second, mark);
@@ -231,7 +236,7 @@ public:
 private:
     struct open_node {
         YAML::anchor_t anchor;
-        char bracket;       // '[' or '{' for a flow collection, else 0
+        char bracket;  // '[' or '{' for a flow collection, else 0
         int line;
         std::size_t nodes;  // itself and everything read inside it so far, aliases expanded
     };
@@ -243,10 +248,9 @@ private:
         total_ += nodes;
         if (!open_.empty()) open_.back().nodes += nodes;
         if (total_ > max_yaml_nodes)
-            fail({file_, line(mark), ""},
-                 "more than " + std::to_string(max_yaml_nodes) + " YAML nodes" +
-                     (aliases_ ? " once its aliases are expanded (an alias bomb?)" : "") +
-                     "; a spec has a few hundred");
+            fail({file_, line(mark), ""}, "more than " + std::to_string(max_yaml_nodes) + " YAML nodes" +
+                                              (aliases_ ? " once its aliases are expanded (an alias bomb?)" : "") +
+                                              "; a spec has a few hundred");
     }
     void leaf(const YAML::Mark& mark, YAML::anchor_t anchor) {
         count(1, mark);
@@ -283,11 +287,15 @@ private:
         for (++i; i < text_.size(); ++i) {
             const char c = text_[i];
             if (quote == '"') {
-                if (c == '\\') ++i;  // an escape: \" does not end the string
-                else if (c == '"') return;
+                if (c == '\\')
+                    ++i;  // an escape: \" does not end the string
+                else if (c == '"')
+                    return;
             } else if (c == '\'') {
-                if (i + 1 < text_.size() && text_[i + 1] == '\'') ++i;  // '' is a quote inside '...'
-                else return;
+                if (i + 1 < text_.size() && text_[i + 1] == '\'')
+                    ++i;  // '' is a quote inside '...'
+                else
+                    return;
             }
         }
         fail({file_, line(mark), ""},
@@ -312,8 +320,7 @@ int tab_indented_line(const std::string& text, int up_to_line) {
         std::size_t end = text.find('\n', i);
         if (end == std::string::npos) end = text.size();
         const std::size_t first = text.find_first_not_of(" \t", i);
-        if (first != std::string::npos && first < end && text[first] != '\r' && text.find('\t', i) < first)
-            return line;
+        if (first != std::string::npos && first < end && text[first] != '\r' && text.find('\t', i) < first) return line;
         i = end + 1;
     }
     return 0;
@@ -330,8 +337,8 @@ YAML::Node load_yaml(const std::string& text, const std::string& file) {
         return YAML::Load(text);
     } catch (const YAML::Exception& e) {
         // yaml-cpp marks an error found at the end of the file on the line after the last.
-        const int lines = std::max<int>(
-            1, static_cast<int>(std::count(text.begin(), text.end(), '\n')) + (text.empty() || text.back() == '\n' ? 0 : 1));
+        const int lines = std::max<int>(1, static_cast<int>(std::count(text.begin(), text.end(), '\n')) +
+                                               (text.empty() || text.back() == '\n' ? 0 : 1));
         const int at = e.mark.line >= 0 ? e.mark.line + 1 : 0;
         const int line = std::min(at, lines);
         if (const int tab = tab_indented_line(text, line))
@@ -451,11 +458,28 @@ struct key_def {
     std::function<void(run_config&, const value&)> set;
     std::function<std::optional<value>(const run_config&)> get;  // nullopt: unset (clamp)
 
-    key_def& range(double l, double h) { lo = l; hi = h; return *this; }
-    key_def& above(double l) { lo = l; lo_open = true; return *this; }
-    key_def& at_least(double l) { lo = l; return *this; }
-    key_def& needed() { required = true; return *this; }
-    key_def& only_when(condition c) { when = std::move(c); return *this; }
+    key_def& range(double l, double h) {
+        lo = l;
+        hi = h;
+        return *this;
+    }
+    key_def& above(double l) {
+        lo = l;
+        lo_open = true;
+        return *this;
+    }
+    key_def& at_least(double l) {
+        lo = l;
+        return *this;
+    }
+    key_def& needed() {
+        required = true;
+        return *this;
+    }
+    key_def& only_when(condition c) {
+        when = std::move(c);
+        return *this;
+    }
 };
 
 // `ref` is a generic lambda giving the field of a (const or not) run_config.
@@ -530,7 +554,8 @@ key_def enum_key(std::string key, Ref ref) {
     return d;
 }
 
-#define FIELD(member) [](auto& c) -> auto& { return c.member; }
+#define FIELD(member) \
+    [](auto& c) -> auto& { return c.member; }
 
 // Every key, in run_config order (the order of config.yaml). Upper bounds
 // on d_model and task lengths keep derived sizes (8/3 d, 2 max_len,
@@ -782,7 +807,7 @@ using entries = std::map<std::string, entry>;  // dotted key -> value and where 
 // which missing-key errors point at.
 struct config_source {
     std::string file;
-    std::string path;  // "base" in a spec, "" in a config file
+    std::string path;                         // "base" in a spec, "" in a config file
     int line = 0;                             // of the key naming the map (or of the map, at top level)
     std::map<std::string, int> section_line;  // section name -> line of its key
     entries values;
@@ -918,8 +943,7 @@ const std::vector<rule>& combination_rules() {
         {{"task.min_len", "task.max_len"},
          [](const run_config& c) {
              if (c.task.kind != task_kind::copy || c.task.min_len <= c.task.max_len) return std::string();
-             return "task.min_len " + to_string(c.task.min_len) + " exceeds task.max_len " +
-                    to_string(c.task.max_len);
+             return "task.min_len " + to_string(c.task.min_len) + " exceeds task.max_len " + to_string(c.task.max_len);
          }},
         {{"task.test_min_len", "task.test_max_len", "task.min_len", "task.max_len"},
          [](const run_config& c) {
@@ -935,14 +959,12 @@ const std::vector<rule>& combination_rules() {
         {{"train.min_lr", "train.lr"},
          [](const run_config& c) {
              if (c.train.min_lr <= c.train.lr) return std::string();
-             return "train.min_lr " + format_number(c.train.min_lr) + " exceeds train.lr " +
-                    format_number(c.train.lr);
+             return "train.min_lr " + format_number(c.train.min_lr) + " exceeds train.lr " + format_number(c.train.lr);
          }},
         {{"train.warmup", "train.steps"},
          [](const run_config& c) {
              if (c.train.warmup <= c.train.steps) return std::string();
-             return "train.warmup " + to_string(c.train.warmup) + " exceeds train.steps " +
-                    to_string(c.train.steps);
+             return "train.warmup " + to_string(c.train.warmup) + " exceeds train.steps " + to_string(c.train.steps);
          }},
     };
     return rules;
@@ -986,9 +1008,9 @@ run_config resolve(const config_source& base, const entries& with_set, const ent
         const entry& e = it->second;
         if (!meaningful) {
             if (!e.v.is_set() || applies(d, *level[static_cast<int>(e.from)])) continue;
-            fail(e.at, std::string(e.from == origin::sweep ? "swept value has no effect" : "has no effect") +
-                           ": " + d.key + " applies only when " + d.when.text() + ", but " + d.when.controller +
-                           " is " + choice_in(run, d.when.controller) + at_point);
+            fail(e.at, std::string(e.from == origin::sweep ? "swept value has no effect" : "has no effect") + ": " +
+                           d.key + " applies only when " + d.when.text() + ", but " + d.when.controller + " is " +
+                           choice_in(run, d.when.controller) + at_point);
         }
         d.set(cfg, e.v);
     }
@@ -1038,8 +1060,7 @@ struct axis {
 using grid = std::vector<axis>;
 
 grid parse_grid(const YAML::Node& m, const std::string& file, const std::string& path, int line) {
-    if (!m.IsMap())
-        fail({file, line, path}, "expected a map of dotted keys to lists of values, got " + describe(m));
+    if (!m.IsMap()) fail({file, line, path}, "expected a map of dotted keys to lists of values, got " + describe(m));
     if (m.size() == 0) fail({file, line, path}, "empty grid, expected dotted keys with lists of values");
     grid g;
     for (const auto& [k, v] : map_items(m, file, path)) {
@@ -1047,7 +1068,8 @@ grid parse_grid(const YAML::Node& m, const std::string& file, const std::string&
         where key_at{file, line_of(k), path + "." + key};
         if (key == "seed") fail(key_at, "seeds are swept by the top-level key seeds");
         const key_def* d = find_key(key);
-        if (!d) fail(key_at, "unknown key" + did_you_mean(key, dotted_candidates()) + " (" + dotted_key_hint(key) + ")");
+        if (!d)
+            fail(key_at, "unknown key" + did_you_mean(key, dotted_candidates()) + " (" + dotted_key_hint(key) + ")");
         key_at.line = value_line(k, v);
         if (!v.IsSequence()) fail(key_at, "expected a list of values, got " + describe(v));
         if (v.size() == 0) fail(key_at, "empty list of values");
@@ -1072,7 +1094,8 @@ std::vector<grid> parse_sweep(const YAML::Node& n, const std::string& file, int 
     if (n.size() == 0) fail({file, line, "sweep"}, "empty list of grids");
     std::vector<grid> grids;
     for (size_t i = 0; i < n.size(); ++i)
-        grids.push_back(parse_grid(n[i], file, "sweep[" + std::to_string(i) + "]", line_of(n[i]) ? line_of(n[i]) : line));
+        grids.push_back(
+            parse_grid(n[i], file, "sweep[" + std::to_string(i) + "]", line_of(n[i]) ? line_of(n[i]) : line));
     return grids;
 }
 
@@ -1093,7 +1116,8 @@ std::vector<entry> parse_seeds(const YAML::Node& n, const std::string& file, int
 
 bool name_is_safe(const std::string& s) {
     return !s.empty() && s.size() <= max_file_name && s != "." && s != ".." &&
-           s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == std::string::npos;
+           s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") ==
+               std::string::npos;
 }
 
 std::string run_id(const std::vector<swept_value>& swept) {
@@ -1139,9 +1163,8 @@ experiment_spec parse_spec_checked(const std::string& text, const std::string& f
     if (!top.count("name")) fail({file, root_line, "name"}, "missing required key, expected a name ([A-Za-z0-9._-]+)");
     const YAML::Node& name = top["name"].value;
     if (!name.IsScalar() || !name_is_safe(name.Scalar()))
-        fail({file, top["name"].line, "name"},
-             "expected a name of letters, digits, '.', '_', '-' (at most " + std::to_string(max_file_name) +
-                 "), got " + describe(name));
+        fail({file, top["name"].line, "name"}, "expected a name of letters, digits, '.', '_', '-' (at most " +
+                                                   std::to_string(max_file_name) + "), got " + describe(name));
     spec.name = name.Scalar();
 
     if (!top.count("base"))
@@ -1269,7 +1292,8 @@ std::string run_config_to_yaml(const run_config& cfg) {
 run_config run_config_from_yaml(const std::string& yaml_text, const std::string& file_label) {
     try {
         const YAML::Node root = load_yaml(yaml_text, file_label);
-        if (root.IsNull()) fail({file_label, 1, ""}, "empty config, expected a map of seed, task, model, attention, train");
+        if (root.IsNull())
+            fail({file_label, 1, ""}, "empty config, expected a map of seed, task, model, attention, train");
         const config_source src = parse_config(root, file_label, "", 1, line_of(root) ? line_of(root) : 1);
         check_required(src);
         return resolve(src, src.values, src.values, "");
@@ -1278,8 +1302,6 @@ run_config run_config_from_yaml(const std::string& yaml_text, const std::string&
     }
 }
 
-run_config run_config_from_yaml_file(const std::string& path) {
-    return run_config_from_yaml(read_text(path), path);
-}
+run_config run_config_from_yaml_file(const std::string& path) { return run_config_from_yaml(read_text(path), path); }
 
 }  // namespace attnlab

@@ -12,8 +12,7 @@
 
 namespace attnlab {
 
-void copy_example(std::int32_t* tokens, std::int32_t* targets, int T,
-                  int vocab, int min_len, int max_len, rng& r) {
+void copy_example(std::int32_t* tokens, std::int32_t* targets, int T, int vocab, int min_len, int max_len, rng& r) {
     const int n = static_cast<int>(r.uniform_int(min_len, max_len));
     const std::int32_t sep = vocab + 1;
     for (int t = 0; t < T; ++t) {
@@ -30,20 +29,19 @@ void copy_example(std::int32_t* tokens, std::int32_t* targets, int T,
 }
 
 std::unique_ptr<task> make_copy_task(const task_config& cfg, std::uint64_t seed) {
-    if (cfg.vocab < 1 || cfg.min_len < 1 || cfg.min_len > cfg.max_len ||
-        cfg.test_min_len < 1 || cfg.test_min_len > cfg.test_max_len)
+    if (cfg.vocab < 1 || cfg.min_len < 1 || cfg.min_len > cfg.max_len || cfg.test_min_len < 1 ||
+        cfg.test_min_len > cfg.test_max_len)
         throw std::logic_error("copy: need vocab >= 1 and 1 <= min_len <= max_len for train and test, got vocab " +
-                               std::to_string(cfg.vocab) + ", lengths [" + std::to_string(cfg.min_len) +
-                               ", " + std::to_string(cfg.max_len) + "], test [" +
-                               std::to_string(cfg.test_min_len) + ", " + std::to_string(cfg.test_max_len) + "]");
+                               std::to_string(cfg.vocab) + ", lengths [" + std::to_string(cfg.min_len) + ", " +
+                               std::to_string(cfg.max_len) + "], test [" + std::to_string(cfg.test_min_len) + ", " +
+                               std::to_string(cfg.test_max_len) + "]");
     const int vocab = cfg.vocab;
     const int lo = cfg.min_len, hi = cfg.max_len;
     const int test_lo = cfg.test_min_len, test_hi = cfg.test_max_len;
     const int T = train_seq_len(cfg), test_T = test_seq_len(cfg);
     if (T < 2 * hi || test_T < 2 * test_hi) throw std::logic_error("copy: sequence too short");
-    example_split train{T, [=](std::int32_t* tok, std::int32_t* tgt, rng& r) {
-                            copy_example(tok, tgt, T, vocab, lo, hi, r);
-                        }};
+    example_split train{
+        T, [=](std::int32_t* tok, std::int32_t* tgt, rng& r) { copy_example(tok, tgt, T, vocab, lo, hi, r); }};
     example_split test{test_T, [=](std::int32_t* tok, std::int32_t* tgt, rng& r) {
                            copy_example(tok, tgt, test_T, vocab, test_lo, test_hi, r);
                        }};

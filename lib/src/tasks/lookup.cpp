@@ -47,8 +47,8 @@ std::vector<double> lookup_slot_weights(int space, double power_a) {
     return w;
 }
 
-void lookup_example(std::int32_t* tokens, std::int32_t* targets, int T,
-                    int V, int P, double power_a, bool random_filler, rng& r) {
+void lookup_example(std::int32_t* tokens, std::int32_t* targets, int T, int V, int P, double power_a,
+                    bool random_filler, rng& r) {
     const int context = 2 * P;
     const int space = (T - context) / 2;
     std::vector<std::int32_t> keys(static_cast<size_t>(P)), values(static_cast<size_t>(P));
@@ -93,17 +93,16 @@ void lookup_example(std::int32_t* tokens, std::int32_t* targets, int T,
 std::unique_ptr<task> make_lookup_task(const task_config& cfg, std::uint64_t seed) {
     const int V = cfg.vocab, T = cfg.seq_len, P = cfg.pairs;
     if (T < 2 || T % 2 != 0 || P < 1 || 4 * P > T || V <= T || !std::isfinite(cfg.power_a))
-        throw std::logic_error("lookup: need even seq_len, pairs >= 1, 4*pairs <= seq_len < vocab, finite power_a; got vocab " +
-                               std::to_string(V) + ", seq_len " + std::to_string(T) + ", pairs " +
-                               std::to_string(P) + ", power_a " + std::to_string(cfg.power_a));
+        throw std::logic_error(
+            "lookup: need even seq_len, pairs >= 1, 4*pairs <= seq_len < vocab, finite power_a; got vocab " +
+            std::to_string(V) + ", seq_len " + std::to_string(T) + ", pairs " + std::to_string(P) + ", power_a " +
+            std::to_string(cfg.power_a));
     const double a = cfg.power_a;
     const bool filler = cfg.random_filler;
-    auto fill = [=](std::int32_t* tok, std::int32_t* tgt, rng& r) {
-        lookup_example(tok, tgt, T, V, P, a, filler, r);
-    };
+    auto fill = [=](std::int32_t* tok, std::int32_t* tgt, rng& r) { lookup_example(tok, tgt, T, V, P, a, filler, r); };
     return std::make_unique<generated_task>(model_vocab_size(cfg), example_split{train_seq_len(cfg), fill},
-                                            example_split{test_seq_len(cfg), fill},
-                                            cfg.train_examples, cfg.test_examples, seed);
+                                            example_split{test_seq_len(cfg), fill}, cfg.train_examples,
+                                            cfg.test_examples, seed);
 }
 
 }  // namespace attnlab

@@ -23,17 +23,16 @@ void fill_batch(batch& out, int B, const example_split& split, rng& r) {
 
 }  // namespace
 
-generated_task::generated_task(int vocab_size, example_split train, example_split test,
-                               int train_examples, int test_examples, std::uint64_t seed)
+generated_task::generated_task(int vocab_size, example_split train, example_split test, int train_examples,
+                               int test_examples, std::uint64_t seed)
     : vocab_size_(vocab_size),
       train_(std::move(train)),
       test_(std::move(test)),
       train_rng_(derive_seed(seed, stream_train)) {
     if (vocab_size_ < 1 || train_.T < 1 || test_.T < 1 || train_examples < 0 || test_examples < 0)
-        throw std::logic_error("generated_task: bad sizes (vocab " + std::to_string(vocab_size_) +
-                               ", T " + std::to_string(train_.T) + "/" + std::to_string(test_.T) +
-                               ", examples " + std::to_string(train_examples) + "/" +
-                               std::to_string(test_examples) + ")");
+        throw std::logic_error("generated_task: bad sizes (vocab " + std::to_string(vocab_size_) + ", T " +
+                               std::to_string(train_.T) + "/" + std::to_string(test_.T) + ", examples " +
+                               std::to_string(train_examples) + "/" + std::to_string(test_examples) + ")");
     if (train_examples > 0) fill_batch(pool_, train_examples, train_, train_rng_);
     rng test_rng(derive_seed(seed, stream_test));
     fill_batch(test_set_, test_examples, test_, test_rng);

@@ -225,8 +225,9 @@ eval_metrics evaluate_run_dir(const std::string& run_dir, attention_form form, s
         std::string why = "the run has not finished";
         try {
             if (auto r = read_run_result(run_dir + "/result.yaml"))
-                why = r->status == run_status::diverged ? "the run diverged, so nothing was saved"
-                                                        : "saved by an attnlab without checkpoints, or its parameters were not finite";
+                why = r->status == run_status::diverged
+                          ? "the run diverged, so nothing was saved"
+                          : "saved by an attnlab without checkpoints, or its parameters were not finite";
         } catch (const io_error&) {
             // a malformed result.yaml: the generic reason stands
         }

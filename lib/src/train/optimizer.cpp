@@ -65,7 +65,7 @@ void adamw<T>::step(std::vector<T>& params, const std::vector<T>& grads, double 
     const T step_size = static_cast<T>(lr / bc1), inv_sqrt_bc2 = static_cast<T>(1.0 / std::sqrt(bc2));
     const T wd = static_cast<T>(lr * weight_decay_);
     const long n_chunks = static_cast<long>(chunks_.size());
-#pragma omp parallel for schedule(static) if (static_cast<long>(params.size()) > parallel_threshold)
+#pragma omp parallel for schedule(static) if (static_cast <long>(params.size()) > parallel_threshold)
     for (long c = 0; c < n_chunks; ++c) {
         const chunk& ch = chunks_[c];
         const T decay = ch.decay ? wd : T(0);

@@ -72,8 +72,8 @@ std::string describe(const run_result& r) {
     std::string text = r.reason;
     if (r.nonpositive_denominator_steps > 0) {
         if (!text.empty()) text += "; ";
-        text += "softmax denominator <= 0 in " + std::to_string(r.nonpositive_denominator_steps) + " steps (first at step " +
-                std::to_string(r.first_nonpositive_step) + ")";
+        text += "softmax denominator <= 0 in " + std::to_string(r.nonpositive_denominator_steps) +
+                " steps (first at step " + std::to_string(r.first_nonpositive_step) + ")";
     }
     return text;
 }
@@ -103,8 +103,8 @@ run_result train_run(const run_config& cfg, const train_callbacks& cb, const tra
     metrics_accumulator window;  // train metrics since the last row
     double grad_norm_sum = 0;
     int window_steps = 0;
-    double window_s0 = 0;       // seconds of the window spent before a resume
-    double elapsed0 = 0;        // seconds of the run spent before a resume
+    double window_s0 = 0;  // seconds of the window spent before a resume
+    double elapsed0 = 0;   // seconds of the run spent before a resume
     int first_step = 1;
     batch b;
     if (resume) {
@@ -136,7 +136,9 @@ run_result train_run(const run_config& cfg, const train_callbacks& cb, const tra
     }
     res.params = model.params.size();
     auto elapsed = [&] { return elapsed0 + seconds_since(t0); };
-    auto emit = [&](const metrics_row& r) { if (cb.on_row) cb.on_row(r); };
+    auto emit = [&](const metrics_row& r) {
+        if (cb.on_row) cb.on_row(r);
+    };
 
     // The test metrics at `step`; tracks the best and the final.
     auto test_row = [&](int step, double lr) {
@@ -168,8 +170,8 @@ run_result train_run(const run_config& cfg, const train_callbacks& cb, const tra
         st.adam_steps = opt.steps_taken();
         st.result = res;
         st.result.wall_s = elapsed();
-        st.window = {window.loss_sum, window.token_acc_sum, window.seq_right, window.answers, window.examples,
-                     grad_norm_sum, window_steps, window_s0 + seconds_since(window_t0)};
+        st.window = {window.loss_sum, window.token_acc_sum, window.seq_right, window.answers,
+                     window.examples, grad_norm_sum,        window_steps,     window_s0 + seconds_since(window_t0)};
         st.threads = omp_get_max_threads();
         return st;
     };
@@ -191,8 +193,8 @@ run_result train_run(const run_config& cfg, const train_callbacks& cb, const tra
         const double gnorm = clip_grad_norm(model.grads, tc.clip);
         if (!std::isfinite(loss) || !std::isfinite(gnorm)) {
             res.status = run_status::diverged;
-            res.reason = std::string(std::isfinite(loss) ? "gradient" : "loss") + " not finite at step " +
-                         std::to_string(step);
+            res.reason =
+                std::string(std::isfinite(loss) ? "gradient" : "loss") + " not finite at step " + std::to_string(step);
             res.steps = step - 1;
             break;
         }

@@ -29,7 +29,7 @@ struct attention_inputs {
 };
 
 template <class T>
-struct attention_grads {  // all accumulated (+=)
+struct attention_grads {         // all accumulated (+=)
     T* dq = nullptr;             // (N, C)
     T* dk = nullptr;             // (N, C)
     T* dv = nullptr;             // (N, C)
@@ -61,10 +61,10 @@ struct attention_cache {
 template <class T>
 struct attention_scratch {
     static constexpr int block_rows = 64;  // rows of a score block: (64, T) stays in L2
-    std::vector<T> S, W, dW;      // (block_rows, T_cap) scores, weights, their gradient
-    std::vector<T> Vg, dU, dVg;   // (T_cap, HS) g_in * V, dL/du, dL/d(g_in V)
-    std::vector<T> dFq, dFk;      // (T_cap, HS) feature gradients (feature maps)
-    std::vector<T> dz, row;       // (T_cap) dL/dz_t, (HS) one row
+    std::vector<T> S, W, dW;               // (block_rows, T_cap) scores, weights, their gradient
+    std::vector<T> Vg, dU, dVg;            // (T_cap, HS) g_in * V, dL/du, dL/d(g_in V)
+    std::vector<T> dFq, dFk;               // (T_cap, HS) feature gradients (feature maps)
+    std::vector<T> dz, row;                // (T_cap) dL/dz_t, (HS) one row
     void resize(int T_cap, int HS);
 };
 

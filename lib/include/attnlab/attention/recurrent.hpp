@@ -74,11 +74,11 @@ public:
 
 private:
     struct head_state {
-        int count = 0;                 // positions seen
-        std::vector<T> S, z;           // (F, HS), (F)              finite state
-        std::vector<T> keys, values;   // (T_cap, HS) k, g_in v     KV cache
-        std::vector<T> phi_q, phi_k;   // (F) scratch
-        std::vector<T> u, s, w;        // (HS), (T_cap), (T_cap) scratch
+        int count = 0;                // positions seen
+        std::vector<T> S, z;          // (F, HS), (F)              finite state
+        std::vector<T> keys, values;  // (T_cap, HS) k, g_in v     KV cache
+        std::vector<T> phi_q, phi_k;  // (F) scratch
+        std::vector<T> u, s, w;       // (HS), (T_cap), (T_cap) scratch
     };
     void step_finite(head_state& st, T* o, const T* q, const T* k, const T* v, T g_in, T g_out, const T* params);
     void step_cache(head_state& st, T* o, const T* q, const T* k, const T* v, T g_in, T g_out, const T* params);

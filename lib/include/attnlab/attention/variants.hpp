@@ -10,7 +10,7 @@
 #pragma once
 #include <memory>
 
-#include "attnlab/spec/run_config.hpp"
+#include "attnlab/config/run_config.hpp"
 
 namespace attnlab {
 
@@ -46,7 +46,10 @@ public:
     // What the denominator adds to z_t before dividing (softmax's eps for the
     // non-negative feature maps): z_t + offset <= 0 is a sum that crossed zero.
     virtual T weight_sum_offset() const { return T(0); }
-    virtual int param_count(int HS) const { (void)HS; return 0; }
+    virtual int param_count(int HS) const {
+        (void)HS;
+        return 0;
+    }
     virtual void forward_row(T* o, const T* u, T z, int count, const T* params, int HS) const = 0;
     // du (HS) = dL/du_t (overwrites); dparams (param_count) += dL/dparams; returns dL/dz_t.
     virtual T backward_row(T* du, T* dparams, const T* dout, const T* u, T z, int count, const T* params,

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "attnlab/attention/recurrent.hpp"
-#include "attnlab/spec/run_config.hpp"
+#include "attnlab/config/run_config.hpp"
 
 namespace attnlab {
 
@@ -21,10 +21,10 @@ struct generate_variant {
 std::vector<generate_variant> default_generate_variants();
 
 struct generate_bench_options {
-    model_config model;                  // default below: 2 layers, d_model 64, 4 heads (head size 16)
+    model_config model;  // default below: 2 layers, d_model 64, 4 heads (head size 16)
     int vocab = 64;
-    int max_len = 8192;                  // decode this many tokens per variant
-    int window = 32;                     // per-token time at length L: median of the `window` steps before L
+    int max_len = 8192;  // decode this many tokens per variant
+    int window = 32;     // per-token time at length L: median of the `window` steps before L
     std::uint64_t seed = 0;
     generate_bench_options();
 };

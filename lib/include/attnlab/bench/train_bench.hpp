@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "attnlab/spec/run_config.hpp"
+#include "attnlab/config/run_config.hpp"
 
 namespace attnlab {
 
@@ -22,16 +22,16 @@ std::string bench_config_yaml(const std::string& name);  // throws config_error 
 
 struct train_bench_options {
     run_config config;
-    std::string label;              // shown in the report
+    std::string label;  // shown in the report
     std::vector<int> threads{1, 2};
-    int steps = 10;                 // timed steps per repeat
-    int repeats = 5;                // per round, side and thread setting
-    int rounds = 2;                 // alternating attnlab / PyTorch rounds
-    int warmup = 3;                 // untimed steps before each side's repeats
+    int steps = 10;   // timed steps per repeat
+    int repeats = 5;  // per round, side and thread setting
+    int rounds = 2;   // alternating attnlab / PyTorch rounds
+    int warmup = 3;   // untimed steps before each side's repeats
     bool torch = true;
     std::string python = "/usr/bin/python3";
-    std::string torch_script;       // reference/bench_torch.py
-    std::string work_dir;           // for the batch file handed to PyTorch
+    std::string torch_script;  // reference/bench_torch.py
+    std::string work_dir;      // for the batch file handed to PyTorch
 };
 
 // Model FLOPs of one training step (a multiply-add = 2; backward = 2x the
@@ -62,10 +62,10 @@ memory_need training_memory_need(const run_config& cfg, int vocab, int B, int Tn
 double matmul_probe_gflops(int threads, int n = 512);
 
 struct side_timing {
-    std::string impl;                 // "attnlab" or "pytorch"
+    std::string impl;  // "attnlab" or "pytorch"
     int threads = 1;
-    std::vector<double> tokens_per_s; // one per repeat, all rounds
-    std::string error;                // non-empty: this side could not run
+    std::vector<double> tokens_per_s;  // one per repeat, all rounds
+    std::string error;                 // non-empty: this side could not run
     double median() const;
 };
 
@@ -83,9 +83,9 @@ struct train_bench_result {
     std::vector<std::pair<int, double>> probe;  // (threads, GFLOP/s)
     std::vector<side_timing> sides;
     memory_need need;
-    std::size_t peak_bytes = 0;               // attnlab's measured peak RSS growth (largest thread setting)
-    int op_threads = 0;                       // per-op times taken at this setting
-    std::vector<op_time> ops;                 // plus "optimizer (clip + AdamW)"
+    std::size_t peak_bytes = 0;  // attnlab's measured peak RSS growth (largest thread setting)
+    int op_threads = 0;          // per-op times taken at this setting
+    std::vector<op_time> ops;    // plus "optimizer (clip + AdamW)"
 };
 
 train_bench_result run_train_bench(const train_bench_options& opt,

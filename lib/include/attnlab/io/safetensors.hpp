@@ -36,8 +36,8 @@ std::string safetensors_encode(const param_layout& layout, const std::vector<flo
 // tensors (any order in the file), F32, with the layout's shapes. If
 // `metadata` is given it receives the header's "__metadata__" (empty if
 // absent). Throws io_error "<label>: <what is wrong>".
-std::vector<float> safetensors_decode(const std::string& bytes, const std::string& label,
-                                      const param_layout& layout, safetensors_metadata* metadata = nullptr);
+std::vector<float> safetensors_decode(const std::string& bytes, const std::string& label, const param_layout& layout,
+                                      safetensors_metadata* metadata = nullptr);
 
 // safetensors_encode written atomically to `path` (tmp file, fsync, rename).
 void safetensors_write(const std::string& path, const param_layout& layout, const std::vector<float>& params,

@@ -16,7 +16,7 @@
 #pragma once
 #include <cstddef>
 
-#include "attnlab/spec/run_config.hpp"
+#include "attnlab/config/run_config.hpp"
 
 namespace attnlab {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "attnlab/spec/run_config.hpp"
+#include "attnlab/config/run_config.hpp"
 
 namespace attnlab {
 
@@ -24,7 +24,7 @@ struct param_tensor {
     std::size_t offset = 0;  // into the flat buffer
     std::size_t size = 0;    // product of shape
     param_init init = param_init::normal;
-    bool decay = true;       // weight decay on matrices and embeddings only
+    bool decay = true;  // weight decay on matrices and embeddings only
 };
 
 class param_layout {
@@ -46,8 +46,8 @@ struct block_offsets {
     std::size_t attn_norm = npos, q = npos, k = npos, v = npos, o = npos;
     std::size_t in_gate = npos, in_gate_bias = npos, out_gate = npos, out_gate_bias = npos;
     std::size_t out_norm = npos;  // gain, then bias for layernorm (contiguous)
-    std::size_t mlp_norm = npos, mlp_gate = npos, mlp_up = npos, mlp_up_bias = npos,
-                mlp_down = npos, mlp_down_bias = npos;
+    std::size_t mlp_norm = npos, mlp_gate = npos, mlp_up = npos, mlp_up_bias = npos, mlp_down = npos,
+                mlp_down_bias = npos;
 };
 
 struct model_offsets {
@@ -56,7 +56,7 @@ struct model_offsets {
 };
 
 // The layout of SPEC §3 for a model config, vocabulary V and longest input T_max.
-param_layout build_param_layout(const model_config& m, const attention_config& a, int V,
-                                int T_max, model_offsets& offsets);
+param_layout build_param_layout(const model_config& m, const attention_config& a, int V, int T_max,
+                                model_offsets& offsets);
 
 }  // namespace attnlab

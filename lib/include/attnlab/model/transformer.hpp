@@ -22,7 +22,7 @@
 #include "attnlab/attention/recurrent.hpp"
 #include "attnlab/model/params.hpp"
 #include "attnlab/ops/ops.hpp"
-#include "attnlab/spec/run_config.hpp"
+#include "attnlab/config/run_config.hpp"
 
 namespace attnlab {
 
@@ -71,18 +71,18 @@ public:
     // (every shard does the same work). Off by default: timing costs a clock
     // read per op.
     struct op_times {
-        std::vector<std::string> names;         // op kinds in model order
+        std::vector<std::string> names;             // op kinds in model order
         std::vector<double> forward_s, backward_s;  // accumulated seconds per kind
-        long passes = 0;                         // forward passes timed
+        long passes = 0;                            // forward passes timed
     };
     void enable_op_timing(bool on);
     const op_times& timings() const { return times_; }
     void reset_timings();
 
     // Of the last forward, in row order of the (B, T) batch:
-    const std::vector<int>& answer_rows() const { return ans_rows_; }          // (A) row index b*T + t
-    const std::vector<std::int32_t>& predictions() const { return ans_pred_; } // (A) argmax token
-    const std::vector<T>& answer_losses() const { return losses_; }            // (A) cross-entropy
+    const std::vector<int>& answer_rows() const { return ans_rows_; }           // (A) row index b*T + t
+    const std::vector<std::int32_t>& predictions() const { return ans_pred_; }  // (A) argmax token
+    const std::vector<T>& answer_losses() const { return losses_; }             // (A) cross-entropy
     // Attention rows of the last forward whose softmax sum z_t was <= 0
     // (possible with signed kernels: linear, cosine, odd Taylor orders).
     long nonpositive_denominator_rows() const;
@@ -90,7 +90,9 @@ public:
 
 private:
     // One thread's part of the batch: sequences [b0, b1), answer rows [a0, a1).
-    struct shard { int b0 = 0, b1 = 0, a0 = 0, a1 = 0; };
+    struct shard {
+        int b0 = 0, b1 = 0, a0 = 0, a1 = 0;
+    };
     void plan_shards(int B);
     void forward_shard(const shard& sh, attention_scratch<T>& scratch, bool timed);
     void backward_shard(const shard& sh, T* grad, attention_scratch<T>& scratch, bool timed);
@@ -102,9 +104,9 @@ private:
     bool timing_ = false;
 
     struct layer_acts {
-        std::vector<T> ln1, rstd1;           // (N, C), (N)
-        std::vector<T> q, k, v;              // (N, C), q and k after rope
-        std::vector<T> g_in, g_out;          // (N, NH) gates in (0, 1) (when used)
+        std::vector<T> ln1, rstd1;   // (N, C), (N)
+        std::vector<T> q, k, v;      // (N, C), q and k after rope
+        std::vector<T> g_in, g_out;  // (N, NH) gates in (0, 1) (when used)
         attention_cache<T> att_cache;
         std::vector<T> att;                  // (N, C) head outputs, before o
         std::vector<T> mid;                  // (N, C) x after the attention residual
@@ -119,7 +121,7 @@ private:
 
     model_config m_;
     int V_, max_T_, C_, NH_, HS_, F_;
-    model_offsets off_;     // filled by build_param_layout: declared before layout_
+    model_offsets off_;  // filled by build_param_layout: declared before layout_
     param_layout layout_;
     attention_config a_;
     attention_layer<T> attn_;
@@ -129,16 +131,16 @@ private:
     // activations of the last forward (B_, T_)
     int B_ = 0, T_ = 0, cap_B_ = 0, cap_T_ = 0;
     const std::int32_t* tokens_ = nullptr;
-    std::vector<std::vector<T>> x_;       // L+1 residual streams (N, C); x_[l] enters block l
-    std::vector<layer_acts> acts_;        // per layer
-    std::vector<T> lnf_, rstdf_;          // (N, C), (N)
-    std::vector<int> ans_rows_;           // (A)
-    std::vector<std::int32_t> ans_tgt_, ans_pred_;  // (A)
+    std::vector<std::vector<T>> x_;                     // L+1 residual streams (N, C); x_[l] enters block l
+    std::vector<layer_acts> acts_;                      // per layer
+    std::vector<T> lnf_, rstdf_;                        // (N, C), (N)
+    std::vector<int> ans_rows_;                         // (A)
+    std::vector<std::int32_t> ans_tgt_, ans_pred_;      // (A)
     std::vector<T> lnf_ans_, logits_, probs_, losses_;  // (A, C), (A, V), (A, V), (A)
 
-    std::vector<shard> shards_;                      // of the last forward
-    std::vector<attention_scratch<T>> scratch_;      // per thread
-    std::vector<std::vector<T>> shard_grads_;        // threads 1..: own gradient buffers (params)
+    std::vector<shard> shards_;                  // of the last forward
+    std::vector<attention_scratch<T>> scratch_;  // per thread
+    std::vector<std::vector<T>> shard_grads_;    // threads 1..: own gradient buffers (params)
 
     // backward scratch
     std::vector<T> dres_, dln_, dq_, dk_, dv_, dq_raw_, dk_raw_, datt_;  // (N, C)

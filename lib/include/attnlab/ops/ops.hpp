@@ -16,25 +16,21 @@ namespace attnlab {
 
 // out (N, C) = wte[tokens[n]] + wpe[n % T] (wpe may be null: no learned positions)
 template <class T>
-void embedding_forward(T* out, const std::int32_t* tokens, const T* wte, const T* wpe,
-                       int B, int Tn, int C);
+void embedding_forward(T* out, const std::int32_t* tokens, const T* wte, const T* wpe, int B, int Tn, int C);
 template <class T>
-void embedding_backward(T* dwte, T* dwpe, const T* dout, const std::int32_t* tokens,
-                        int B, int Tn, int C);
+void embedding_backward(T* dwte, T* dwpe, const T* dout, const std::int32_t* tokens, int B, int Tn, int C);
 
 // out (N, C) = inp * rstd * weight, rstd (N) = 1 / sqrt(mean(inp^2) + eps)
 template <class T>
 void rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight, int N, int C, T eps);
 template <class T>
-void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* rstd,
-                      const T* weight, int N, int C);
+void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* rstd, const T* weight, int N, int C);
 
 // out (N, OC) = inp (N, C) @ weight^T (weight (OC, C), PyTorch layout) + bias (OC; may be null)
 template <class T>
 void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int N, int C, int OC);
 template <class T>
-void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
-                     const T* weight, int N, int C, int OC);
+void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int N, int C, int OC);
 
 // Rotary position embedding, rotate-half convention, base 10000, positions
 // 0..T-1 within each sequence. Tables are (T, HS/2) cos and sin.
@@ -79,11 +75,9 @@ void add_inplace(T* out, const T* inp, long n);
 // Softmax cross-entropy on A answer rows. probs (A, V) and losses (A) are
 // caches; returns the mean loss over the A rows.
 template <class T>
-T cross_entropy_forward(T* probs, T* losses, const T* logits, const std::int32_t* targets,
-                        int A, int V);
+T cross_entropy_forward(T* probs, T* losses, const T* logits, const std::int32_t* targets, int A, int V);
 // dlogits (A, V) += scale * (probs - onehot(target)); scale is dloss per row (1/A for a mean).
 template <class T>
-void cross_entropy_backward(T* dlogits, const T* probs, const std::int32_t* targets, T scale,
-                            int A, int V);
+void cross_entropy_backward(T* dlogits, const T* probs, const std::int32_t* targets, T scale, int A, int V);
 
 }  // namespace attnlab

@@ -15,7 +15,6 @@ void exp_shifted(double* out, const double* in, long n, double shift);
 void swiglu_rows(float* out, const float* gate, const float* up, long n);
 void swiglu_rows(double* out, const double* gate, const double* up, long n);
 void swiglu_rows_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up, long n);
-void swiglu_rows_backward(double* dgate, double* dup, const double* dout, const double* gate, const double* up,
-                          long n);
+void swiglu_rows_backward(double* dgate, double* dup, const double* dout, const double* gate, const double* up, long n);
 
 }  // namespace attnlab

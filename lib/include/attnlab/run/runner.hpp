@@ -81,9 +81,9 @@ shard_spec parse_shard(const std::string& text);
 
 struct runner_options {
     std::string out_root = "results";
-    int threads = 0;        // threads of the whole sweep; 0: OpenMP's default (all cores)
-    int jobs = 1;           // runs trained at once, each with max(1, threads / jobs) threads
-    shard_spec shard;       // the share of the runs this process trains
+    int threads = 0;   // threads of the whole sweep; 0: OpenMP's default (all cores)
+    int jobs = 1;      // runs trained at once, each with max(1, threads / jobs) threads
+    shard_spec shard;  // the share of the runs this process trains
     // Set by SIGINT or SIGTERM: every run in progress ends as interrupted
     // after its current step and saves its resume state, no run starts; what
     // is done is kept. The runner sets it too when a run fails with an error,
@@ -101,9 +101,9 @@ struct sweep_outcome {
     std::string summary_path;  // <dir>/summary.csv, or the shard's
     int total = 0;             // runs of this shard (all runs without --shard)
     int skipped = 0, ok = 0, diverged = 0;
-    int busy = 0;              // held by another process's lock; left to it, not in the summary
+    int busy = 0;  // held by another process's lock; left to it, not in the summary
     bool interrupted = false;
-    int resumed = 0;           // runs that went on from a resume state
+    int resumed = 0;  // runs that went on from a resume state
 };
 
 sweep_outcome run_sweep(const experiment_spec& spec, const runner_options& opt);

@@ -68,10 +68,10 @@ bool run_locked_elsewhere(const std::string& run_dir);
 // DIR/spec.yaml (load_spec_as_run) and every done run's result.yaml, rows in
 // spec order, whichever process or shard trained them.
 struct summarize_outcome {
-    int total = 0;                                              // runs of the spec
-    int found = 0;                                              // done, in the summary
-    std::vector<std::pair<std::string, std::string>> missing;   // run id, why not done
-    std::vector<std::string> strays;                            // dirs in runs/ that are no run of the spec
+    int total = 0;                                             // runs of the spec
+    int found = 0;                                             // done, in the summary
+    std::vector<std::pair<std::string, std::string>> missing;  // run id, why not done
+    std::vector<std::string> strays;                           // dirs in runs/ that are no run of the spec
 };
 summarize_outcome summarize_sweep_dir(const std::string& dir);
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "attnlab/spec/run_config.hpp"
+#include "attnlab/config/run_config.hpp"
 
 namespace attnlab {
 

@@ -15,7 +15,7 @@
 #include <memory>
 #include <vector>
 
-#include "attnlab/spec/run_config.hpp"
+#include "attnlab/config/run_config.hpp"
 #include "attnlab/tasks/task.hpp"
 #include "attnlab/util/rng.hpp"
 
@@ -25,13 +25,12 @@ namespace attnlab {
 // SEP = vocab + 1, n uniform in [min_len, max_len]; the row is the input
 // seq[:-1] of a sequence of T + 1 tokens, T >= 2 * max_len. Targets seq[1:]
 // at the answer positions n .. 2n-1 (the second copy), no_target elsewhere.
-void copy_example(std::int32_t* tokens, std::int32_t* targets, int T,
-                  int vocab, int min_len, int max_len, rng& r);
+void copy_example(std::int32_t* tokens, std::int32_t* targets, int T, int vocab, int min_len, int max_len, rng& r);
 
 // lookup (MQAR): zoology's multiquery_ar recipe for one example of length T
 // with vocabulary V and P pairs; see lib/src/tasks/lookup.cpp.
-void lookup_example(std::int32_t* tokens, std::int32_t* targets, int T,
-                    int V, int P, double power_a, bool random_filler, rng& r);
+void lookup_example(std::int32_t* tokens, std::int32_t* targets, int T, int V, int P, double power_a,
+                    bool random_filler, rng& r);
 
 // Unnormalised weights (g+1)^(power_a-1), g = 0..space-1, of the query slots.
 std::vector<double> lookup_slot_weights(int space, double power_a);
@@ -41,16 +40,14 @@ std::vector<double> lookup_slot_weights(int space, double power_a);
 // in 1..A-2 at M distinct uniformly chosen positions, in order, and blank 0
 // elsewhere; slots L+M..L+2M-1 hold the marker A-1, and marker i's target is
 // token i. See lib/src/tasks/selective_copy.cpp.
-void selective_copy_example(std::int32_t* tokens, std::int32_t* targets,
-                            int A, int M, int L, rng& r);
+void selective_copy_example(std::int32_t* tokens, std::int32_t* targets, int A, int M, int L, rng& r);
 
 // induction (Olsson et al. 2022; safari's induction_head): writes
 // T = seq_len + 1 tokens and targets: seq_len tokens uniform in 1..V-2 with
 // the trigger V-1 at one position p in [0, seq_len-3], then the trigger;
 // the one target, at position seq_len, is the token at p + 1. Id 0 is
 // reserved and never written. See lib/src/tasks/induction.cpp.
-void induction_example(std::int32_t* tokens, std::int32_t* targets,
-                       int V, int seq_len, rng& r);
+void induction_example(std::int32_t* tokens, std::int32_t* targets, int V, int seq_len, rng& r);
 
 // One row: writes T tokens and T targets.
 using example_fn = std::function<void(std::int32_t* tokens, std::int32_t* targets, rng& r)>;
@@ -62,8 +59,8 @@ struct example_split {
 
 class generated_task final : public task {
 public:
-    generated_task(int vocab_size, example_split train, example_split test,
-                   int train_examples, int test_examples, std::uint64_t seed);
+    generated_task(int vocab_size, example_split train, example_split test, int train_examples, int test_examples,
+                   std::uint64_t seed);
 
     int vocab_size() const override { return vocab_size_; }
     int train_seq_len() const override { return train_.T; }

@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "attnlab/spec/run_config.hpp"
+#include "attnlab/config/run_config.hpp"
 
 namespace attnlab {
 
@@ -26,7 +26,8 @@ struct batch {
     std::vector<std::int32_t> targets;  // (B, T) target id, or no_target
 
     void resize(int b, int t) {
-        B = b; T = t;
+        B = b;
+        T = t;
         tokens.assign(static_cast<size_t>(b) * t, 0);
         targets.assign(static_cast<size_t>(b) * t, no_target);
     }
@@ -35,9 +36,9 @@ struct batch {
 class task {
 public:
     virtual ~task() = default;
-    virtual int vocab_size() const = 0;      // model vocabulary
-    virtual int train_seq_len() const = 0;   // T of training batches
-    virtual int test_seq_len() const = 0;    // T of the test set
+    virtual int vocab_size() const = 0;     // model vocabulary
+    virtual int train_seq_len() const = 0;  // T of training batches
+    virtual int test_seq_len() const = 0;   // T of the test set
     // Fill `out` with the next B training examples of the stream.
     virtual void next_train_batch(batch& out, int B) = 0;
     // The fixed test set (test_examples examples), generated once.

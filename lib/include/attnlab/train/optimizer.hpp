@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "attnlab/model/params.hpp"
-#include "attnlab/spec/run_config.hpp"
+#include "attnlab/config/run_config.hpp"
 
 namespace attnlab {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "attnlab/model/transformer.hpp"
-#include "attnlab/spec/run_config.hpp"
+#include "attnlab/config/run_config.hpp"
 #include "attnlab/tasks/task.hpp"
 
 namespace attnlab {
@@ -25,7 +25,7 @@ struct eval_metrics {
 // One row of metrics.csv.
 struct metrics_row {
     int step = 0;
-    std::string split;     // "train" (mean over the steps since the last row) or "test"
+    std::string split;  // "train" (mean over the steps since the last row) or "test"
     eval_metrics m;
     double lr = 0;
     double grad_norm = 0;  // train: mean pre-clip norm since the last row
@@ -38,10 +38,10 @@ const char* to_string(run_status s);
 
 struct run_result {
     run_status status = run_status::ok;
-    std::string reason;         // why it diverged or stopped ("" when ok)
-    int steps = 0;              // optimizer steps completed
+    std::string reason;  // why it diverged or stopped ("" when ok)
+    int steps = 0;       // optimizer steps completed
     eval_metrics final_test;
-    eval_metrics best_test;     // best test token accuracy seen
+    eval_metrics best_test;  // best test token accuracy seen
     int best_step = 0;
     double wall_s = 0;
     std::size_t params = 0;
@@ -74,13 +74,13 @@ struct train_window {
 // state gives the same metrics and parameters, bit for bit, as one that was
 // never stopped (only the wall-clock fields differ).
 struct train_state {
-    int step = 0;                    // optimizer steps completed (0..train.steps-1)
-    std::vector<float> params;       // model parameters, param_layout order
+    int step = 0;                       // optimizer steps completed (0..train.steps-1)
+    std::vector<float> params;          // model parameters, param_layout order
     std::vector<float> adam_m, adam_v;  // AdamW first and second moments, same layout
-    long adam_steps = 0;             // AdamW's step count t (bias corrections)
-    run_result result;               // counters so far; wall_s: training time so far
-    train_window window;             // train metrics since the last row
-    int threads = 0;                 // OpenMP threads the run was trained with (informative)
+    long adam_steps = 0;                // AdamW's step count t (bias corrections)
+    run_result result;                  // counters so far; wall_s: training time so far
+    train_window window;                // train metrics since the last row
+    int threads = 0;                    // OpenMP threads the run was trained with (informative)
 };
 
 struct train_callbacks {

@@ -49,7 +49,9 @@ public:
     std::uint64_t uniform_index(std::uint64_t n) {
         const std::uint64_t limit = UINT64_MAX - UINT64_MAX % n;
         std::uint64_t x;
-        do { x = next_u64(); } while (x >= limit);
+        do {
+            x = next_u64();
+        } while (x >= limit);
         return x % n;
     }
 
@@ -63,9 +65,14 @@ public:
 
     // Standard normal (Box-Muller, both values used).
     double normal() {
-        if (has_spare_) { has_spare_ = false; return spare_; }
+        if (has_spare_) {
+            has_spare_ = false;
+            return spare_;
+        }
         double u1;
-        do { u1 = uniform(); } while (u1 <= 0.0);
+        do {
+            u1 = uniform();
+        } while (u1 <= 0.0);
         const double u2 = uniform();
         const double r = std::sqrt(-2.0 * std::log(u1));
         const double a = 6.283185307179586476925 * u2;

@@ -8,8 +8,8 @@
 namespace attnlab {
 
 struct process_output {
-    int exit_code = -1;       // the child's exit status; 128 + signal if killed
-    std::string out, err;     // everything it wrote to stdout and stderr
+    int exit_code = -1;    // the child's exit status; 128 + signal if killed
+    std::string out, err;  // everything it wrote to stdout and stderr
 };
 
 // Runs argv[0] (a path, no PATH search) with this process's environment

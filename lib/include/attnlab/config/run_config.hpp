@@ -6,13 +6,13 @@
 #include <optional>
 #include <string>
 
+#include "attnlab/attention/variant_table.hpp"  // numerator_kind, denominator_kind (a leaf header)
+
 namespace attnlab {
 
 enum class task_kind { copy, lookup, selective_copy, induction };
 enum class position_kind { rope, learned, none };
 enum class mlp_kind { swiglu, gelu, none };
-enum class numerator_kind { exp, taylor, linear, elu1, relu, cosine };
-enum class denominator_kind { softmax, norm, rmsnorm, layernorm, gate, length, none };
 enum class schedule_kind { cosine, constant };
 
 struct task_config {
@@ -30,16 +30,16 @@ struct task_config {
     double power_a = 0.01;       // query-gap distribution exponent
     bool random_filler = false;  // non-query slots: 0, or random tokens
     // copy
-    int min_len = 0;             // 0 in a spec means "= max_len"; resolved by the loader
+    int min_len = 0;  // 0 in a spec means "= max_len"; resolved by the loader
     int max_len = 16;
-    int test_min_len = 0;        // resolved: defaults to min_len
-    int test_max_len = 0;        // resolved: defaults to max_len
+    int test_min_len = 0;  // resolved: defaults to min_len
+    int test_max_len = 0;  // resolved: defaults to max_len
     // selective_copy (input length noise_len + 2 n_tokens)
-    int n_tokens = 16;           // M tokens to copy
-    int noise_len = 64;          // L blanks among the M tokens
+    int n_tokens = 16;   // M tokens to copy
+    int noise_len = 64;  // L blanks among the M tokens
     // every task
     int test_examples = 256;
-    int train_examples = 0;      // 0: fresh batches every step; > 0: a fixed pool
+    int train_examples = 0;  // 0: fresh batches every step; > 0: a fixed pool
 };
 
 struct model_config {
@@ -47,18 +47,18 @@ struct model_config {
     int d_model = 64;
     int heads = 2;
     mlp_kind mlp = mlp_kind::swiglu;
-    int mlp_hidden = 0;          // resolved: swiglu default 8/3*d_model rounded up to a multiple of 8
+    int mlp_hidden = 0;  // resolved: swiglu default 8/3*d_model rounded up to a multiple of 8
     position_kind position = position_kind::rope;
 };
 
 struct attention_config {
     numerator_kind numerator = numerator_kind::exp;
-    int order = 0;                        // taylor only (n >= 1)
-    std::optional<double> clamp;          // score kernels only: s -> min(s, clamp)
+    int order = 0;                // taylor only (n >= 1)
+    std::optional<double> clamp;  // score kernels only: s -> min(s, clamp)
     denominator_kind denominator = denominator_kind::softmax;
     bool in_gate = false;
     bool out_gate = false;
-    bool detach_denominator = false;      // softmax only
+    bool detach_denominator = false;  // softmax only
     double eps = 1e-6;
 };
 
@@ -70,7 +70,7 @@ struct train_config {
     int warmup = 100;
     schedule_kind schedule = schedule_kind::cosine;
     double weight_decay = 0.1;
-    double clip = 1.0;            // global-norm clip; 0 disables
+    double clip = 1.0;  // global-norm clip; 0 disables
     int eval_every = 100;
 };
 
@@ -86,17 +86,15 @@ struct run_config {
 const char* to_string(task_kind v);
 const char* to_string(position_kind v);
 const char* to_string(mlp_kind v);
-const char* to_string(numerator_kind v);
-const char* to_string(denominator_kind v);
 const char* to_string(schedule_kind v);
 
 // Derived sizes every module agrees on.
-int model_vocab_size(const task_config& t);   // copy: vocab + 2 (pad 0, SEP vocab+1); others: vocab
+int model_vocab_size(const task_config& t);  // copy: vocab + 2 (pad 0, SEP vocab+1); others: vocab
 // Input length T of training batches: copy 2 max_len, lookup seq_len,
 // selective_copy noise_len + 2 n_tokens, induction seq_len + 1.
 int train_seq_len(const task_config& t);
-int test_seq_len(const task_config& t);       // input length T of the test set (copy: 2 test_max_len)
-int max_seq_len(const task_config& t);        // longest input (sizes the learned position table)
+int test_seq_len(const task_config& t);  // input length T of the test set (copy: 2 test_max_len)
+int max_seq_len(const task_config& t);   // longest input (sizes the learned position table)
 int resolved_mlp_hidden(const model_config& m);
 
 }  // namespace attnlab

@@ -34,8 +34,7 @@ class temp_dir {
 public:
     temp_dir() {
         std::random_device rd;
-        std::mt19937_64 rng((static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^
-                            static_cast<std::uint64_t>(::getpid()));
+        std::mt19937_64 rng((static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^ static_cast<std::uint64_t>(::getpid()));
         for (int attempt = 0; attempt < 100; ++attempt) {
             char suffix[32];
             std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(rng()));
@@ -89,8 +88,10 @@ inline std::vector<std::string> csv_fields(const std::string& line) {
     bool quoted = false;
     for (char c : line) {
         if (c == '"') quoted = !quoted;
-        if (c == ',' && !quoted) fields.emplace_back();
-        else fields.back() += c;
+        if (c == ',' && !quoted)
+            fields.emplace_back();
+        else
+            fields.back() += c;
     }
     return fields;
 }
@@ -119,7 +120,9 @@ inline std::string csv_without(const std::string& csv, const std::vector<std::st
 }
 
 // metrics.csv and summary.csv without their wall-clock columns (SPEC §6 keeps them in the files).
-inline std::string metrics_without_timings(const std::string& csv) { return csv_without(csv, {"tokens_per_s", "elapsed_s"}); }
+inline std::string metrics_without_timings(const std::string& csv) {
+    return csv_without(csv, {"tokens_per_s", "elapsed_s"});
+}
 inline std::string summary_without_timings(const std::string& csv) { return csv_without(csv, {"wall_s"}); }
 
 inline std::size_t count_of(const std::string& text, const std::string& what) {

@@ -43,7 +43,11 @@ inline double whole_model_gradient_error(const model_config& m, const attention_
 
 inline model_config micro_model(mlp_kind mlp = mlp_kind::swiglu, position_kind pos = position_kind::rope) {
     model_config m;
-    m.layers = 2; m.d_model = 8; m.heads = 2; m.mlp = mlp; m.position = pos;
+    m.layers = 2;
+    m.d_model = 8;
+    m.heads = 2;
+    m.mlp = mlp;
+    m.position = pos;
     return m;
 }
 

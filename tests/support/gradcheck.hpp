@@ -28,12 +28,14 @@ inline double relative_error(const std::vector<double>& a, const std::vector<dou
 // perturbing x in place and restoring it. Its O(h^4) truncation error keeps
 // the check sharp where the loss curves strongly (signed kernels whose
 // softmax sum is small), at twice the cost of the two-point stencil.
-inline std::vector<double> numeric_gradient(std::vector<double>& x, const std::function<double()>& f,
-                                            double h = 1e-4) {
+inline std::vector<double> numeric_gradient(std::vector<double>& x, const std::function<double()>& f, double h = 1e-4) {
     std::vector<double> g(x.size());
     for (size_t i = 0; i < x.size(); ++i) {
         const double keep = x[i];
-        auto at = [&](double d) { x[i] = keep + d; return f(); };
+        auto at = [&](double d) {
+            x[i] = keep + d;
+            return f();
+        };
         const double d1 = at(h) - at(-h), d2 = at(2 * h) - at(-2 * h);
         x[i] = keep;
         g[i] = (8 * d1 - d2) / (12 * h);
@@ -69,7 +71,10 @@ struct op_check {
         rng r(seed);
         const vec R = random_vector(out_size, r);
         vec out(out_size);
-        auto loss = [&] { forward(out); return dot(out, R); };
+        auto loss = [&] {
+            forward(out);
+            return dot(out, R);
+        };
         std::vector<vec> grads;
         for (auto* x : inputs) grads.emplace_back(x->size(), 0.0);
         forward(out);
@@ -91,6 +96,5 @@ struct op_check {
         }
     }
 };
-
 
 }  // namespace attnlab::test

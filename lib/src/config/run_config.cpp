@@ -1,5 +1,5 @@
 // Enum names and derived sizes of a run configuration (SPEC §3, §4).
-#include "attnlab/spec/run_config.hpp"
+#include "attnlab/config/run_config.hpp"
 
 #include <algorithm>
 
@@ -30,29 +30,6 @@ const char* to_string(mlp_kind v) {
     }
     return "?";
 }
-const char* to_string(numerator_kind v) {
-    switch (v) {
-        case numerator_kind::exp: return "exp";
-        case numerator_kind::taylor: return "taylor";
-        case numerator_kind::linear: return "linear";
-        case numerator_kind::elu1: return "elu1";
-        case numerator_kind::relu: return "relu";
-        case numerator_kind::cosine: return "cosine";
-    }
-    return "?";
-}
-const char* to_string(denominator_kind v) {
-    switch (v) {
-        case denominator_kind::softmax: return "softmax";
-        case denominator_kind::norm: return "norm";
-        case denominator_kind::rmsnorm: return "rmsnorm";
-        case denominator_kind::layernorm: return "layernorm";
-        case denominator_kind::gate: return "gate";
-        case denominator_kind::length: return "length";
-        case denominator_kind::none: return "none";
-    }
-    return "?";
-}
 const char* to_string(schedule_kind v) {
     switch (v) {
         case schedule_kind::cosine: return "cosine";
@@ -61,9 +38,7 @@ const char* to_string(schedule_kind v) {
     return "?";
 }
 
-int model_vocab_size(const task_config& t) {
-    return t.kind == task_kind::copy ? t.vocab + 2 : t.vocab;
-}
+int model_vocab_size(const task_config& t) { return t.kind == task_kind::copy ? t.vocab + 2 : t.vocab; }
 
 // copy: x_1..x_n SEP x_1..x_n padded to 2*max_len + 1 tokens, inputs drop the
 // last; selective_copy: L + M slots then M markers; induction: seq_len random
