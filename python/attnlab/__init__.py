@@ -1,0 +1,1 @@
+"""attnlab from Python: checkpoints, the PyTorch model, task data and results."""
