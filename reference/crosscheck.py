@@ -6,7 +6,7 @@ modifiers (Taylor orders, clamp, detach_denominator, in/out gates, eps,
 positions, MLPs, task), this writes a run config, runs attnlab's
 attnlab_crosscheck_dump in double and in float (one forward + backward of a
 small perturbed model on one training batch), recomputes the same batch with
-the same parameters in torch float64 (reference/model.py, autograd), and
+the same parameters in torch float64 (python/attnlab/model.py, autograd), and
 compares the loss, the per-answer losses, the logits at the answer rows,
 every parameter gradient (SPEC names and shapes) and attnlab's reported
 smallest softmax sum |z_t|. Every config key written must read back with the
@@ -46,8 +46,9 @@ import numpy as np
 import torch
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import model as ref  # noqa: E402
+# The model lives in the attnlab Python package (python/attnlab/model.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from attnlab import model as ref  # noqa: E402
 
 TOL_DOUBLE = 1e-9
 TOL_FLOAT = 1e-3

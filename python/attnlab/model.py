@@ -22,10 +22,8 @@ Attention, per head, j <= t (SPEC §2):
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import struct
 
 import numpy as np
 import torch
@@ -45,36 +43,7 @@ SCALE_INVARIANT = ("softmax", "norm", "rmsnorm", "layernorm")
 
 # ---------------------------------------------------------------- safetensors
 
-_ST_DTYPES = {
-    "F64": np.float64, "F32": np.float32, "F16": np.float16,
-    "I64": np.int64, "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8,
-}
-
-
-def read_safetensors(path: str) -> dict[str, np.ndarray]:
-    """All tensors of a safetensors file (8-byte LE header length, JSON header,
-    raw little-endian row-major data), as numpy arrays by name."""
-    with open(path, "rb") as f:
-        data = f.read()
-    if len(data) < 8:
-        raise ValueError(f"{path}: truncated (no header length)")
-    (n,) = struct.unpack("<Q", data[:8])
-    if 8 + n > len(data):
-        raise ValueError(f"{path}: header length {n} past the end of the file")
-    header = json.loads(data[8:8 + n].decode("utf-8"))
-    body = memoryview(data)[8 + n:]
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        dtype = np.dtype(_ST_DTYPES[info["dtype"]]).newbyteorder("<")
-        begin, end = info["data_offsets"]
-        shape = tuple(info["shape"])
-        count = int(np.prod(shape)) if shape else 1
-        if end - begin != count * dtype.itemsize or end > len(body):
-            raise ValueError(f"{path}: {name}: data_offsets {begin}..{end} do not fit shape {shape} {info['dtype']}")
-        out[name] = np.frombuffer(body[begin:end], dtype=dtype).reshape(shape).astype(dtype.newbyteorder("="))
-    return out
+from .checkpoint import read_config, read_safetensors  # noqa: E402,F401 (crosscheck.py reads its dumps with it)
 
 
 def load_params(path: str, dtype=torch.float64, requires_grad=True) -> dict[str, torch.Tensor]:
@@ -85,9 +54,7 @@ def load_params(path: str, dtype=torch.float64, requires_grad=True) -> dict[str,
 
 def load_run_config(path: str) -> dict:
     """A run's config.yaml (written by attnlab's run_config_to_yaml) as nested dicts."""
-    import yaml  # python3-yaml, a dependency of Debian's python3-torch
-    with open(path) as f:
-        return yaml.safe_load(f)
+    return read_config(path)
 
 
 def load_run(run_dir: str, dtype=torch.float64) -> "Reference":
