@@ -4,23 +4,17 @@
 // interrupted), its one-line errors and the files it writes are checked.
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <functional>
-#include <random>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "support/process_support.hpp"
+#include "support/tiny_spec.hpp"
 
 namespace fs = std::filesystem;
 using namespace attnlab::test;
@@ -39,17 +33,10 @@ std::string single_error(const cli_result& r) {
     return r.err.substr(16, r.err.size() - 17);
 }
 
-// A tiny training spec: 2 seeds, 25 steps, train+test rows at steps 10, 20, 25.
-const std::string tiny_spec = R"(# two seeds of a tiny lookup model
-name: tiny
-base:
-  seed: 0
-  task: {kind: lookup, vocab: 16, seq_len: 8, pairs: 2, test_examples: 16}
-  model: {layers: 1, d_model: 16, heads: 2}
-  attention: {numerator: exp, denominator: softmax}
-  train: {steps: 25, batch: 4, lr: 1.0e-3, warmup: 2, eval_every: 10}
-seeds: [0, 1]
-)";
+// A tiny training spec: 2 seeds, 25 steps, train+test rows at steps 10, 20, 25;
+// a comment first (the model is on line 6).
+const std::string tiny_spec =
+    "# two seeds of a tiny lookup model\n" + tiny_lookup_spec("tiny", 25, 10, "seeds: [0, 1]\n");
 
 // A 2 x 2 grid crossed with 2 seeds; the line numbers are the ones the error tests use.
 const std::string grid_spec = R"(name: grid
@@ -573,29 +560,11 @@ TEST_CASE("attnlab run stops on SIGINT with exit code 130 and keeps finished run
 
     // Starts the sweep, waits until `until` holds, sends SIGINT and returns the exit code and stderr.
     auto interrupt = [&](const std::function<bool(const std::string& err)>& until) {
-        const child c = spawn(cmd, dir.path());
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-        bool ready = false;
-        while (!ready && std::chrono::steady_clock::now() < deadline) {
-            int status = 0;
-            if (::waitpid(c.pid, &status, WNOHANG) == c.pid) {
-                FAIL("attnlab ended before SIGINT with code " << exit_code_of(status) << ":\n"
-                                                              << read_text(c.err_file));
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-            ready = until(read_text(c.err_file));
-        }
-        if (!ready) {
-            ::kill(c.pid, SIGKILL);
-            ::waitpid(c.pid, nullptr, 0);
-            FAIL("attnlab did not reach the expected state within 60 s:\n" << read_text(c.err_file));
-        }
-        REQUIRE(::kill(c.pid, SIGINT) == 0);
-        const auto t0 = std::chrono::steady_clock::now();
-        const int code = wait_for(c, std::chrono::seconds(10));
-        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        INFO("waited " << waited << " s after SIGINT");
-        return std::make_pair(code, read_text(c.err_file));
+        child_process c(cmd, launch_options().in(dir.path()).with_timeout(std::chrono::seconds(10)));
+        c.wait_until([&] { return until(c.err()); });
+        c.send(SIGINT);
+        const cli_result r = c.wait();
+        return std::make_pair(r.code, r.err);
     };
     auto long_run_has_rows = [&](std::size_t n) {
         std::error_code ec;
