@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "support/process_support.hpp"
+#include "support/run_results.hpp"
 #include "support/tiny_spec.hpp"
 
 namespace fs = std::filesystem;
@@ -37,6 +38,11 @@ std::string single_error(const cli_result& r) {
 // a comment first (the model is on line 6).
 const std::string tiny_spec =
     "# two seeds of a tiny lookup model\n" + tiny_lookup_spec("tiny", 25, 10, "seeds: [0, 1]\n");
+
+// The folder of a test that runs tiny_spec (spec, out and res).
+struct tiny_spec_dir : spec_in_temp_dir {
+    tiny_spec_dir() : spec_in_temp_dir("tiny", tiny_spec) {}
+};
 
 // A 2 x 2 grid crossed with 2 seeds; the line numbers are the ones the error tests use.
 const std::string grid_spec = R"(name: grid
@@ -357,12 +363,7 @@ TEST_CASE("attnlab run on a bad spec writes nothing", "[cli]") {
     }
 }
 
-TEST_CASE("attnlab run writes the results tree and skips finished runs", "[cli]") {
-    temp_dir dir;
-    const fs::path spec = dir / "tiny.yaml";
-    write_text(spec, tiny_spec);
-    const fs::path out = dir / "out";
-    const fs::path res = out / "tiny";
+TEST_CASE_METHOD(tiny_spec_dir, "attnlab run writes the results tree and skips finished runs", "[cli]") {
     const std::vector<std::string> cmd = {"run", spec.string(), "--out", out.string(), "--threads", "1"};
 
     const auto r = run_cli(cmd);
@@ -454,13 +455,7 @@ TEST_CASE("attnlab run writes the results tree and skips finished runs", "[cli]"
     }
 }
 
-TEST_CASE("attnlab run applies --set to every run", "[cli]") {
-    temp_dir dir;
-    const fs::path spec = dir / "tiny.yaml";
-    write_text(spec, tiny_spec);
-    const fs::path out = dir / "out";
-    const fs::path res = out / "tiny";
-
+TEST_CASE_METHOD(tiny_spec_dir, "attnlab run applies --set to every run", "[cli]") {
     auto check_steps = [&](int steps) {
         for (int seed = 0; seed < 2; ++seed) {
             const fs::path run = res / "runs" / ("seed=" + std::to_string(seed));
@@ -524,11 +519,7 @@ TEST_CASE("attnlab run writes into the default results/ directory", "[cli]") {
     CHECK(fs::is_regular_file(dir / "results/tiny/runs/seed=1/result.yaml"));
 }
 
-TEST_CASE("attnlab run records a diverging run and goes on", "[cli]") {
-    temp_dir dir;
-    const fs::path spec = dir / "tiny.yaml";
-    write_text(spec, tiny_spec);
-    const fs::path out = dir / "out";
+TEST_CASE_METHOD(tiny_spec_dir, "attnlab run records a diverging run and goes on", "[cli]") {
     const auto r = run_cli({"run", spec.string(), "--out", out.string(), "--threads", "1", "--set", "train.lr=1e30",
                             "--set", "train.clip=0"});
     INFO("stderr:\n" << r.err);

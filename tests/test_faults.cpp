@@ -44,6 +44,11 @@ std::string short_runs(const std::string& seeds = "seeds: [0, 1]\n") {
     return tiny_lookup_spec("faults", 400, 100, seeds);
 }
 
+// The folder of a test that runs two_seeds (spec, out and res).
+struct two_seeds_dir : spec_in_temp_dir {
+    two_seeds_dir() : spec_in_temp_dir("faults", two_seeds) {}
+};
+
 // The reference: the spec run once, never stopped, with --threads 1.
 fs::path reference(const temp_dir& tmp, const fs::path& spec) { return reference_results(tmp, spec, "faults"); }
 
@@ -61,11 +66,9 @@ void check_equals_reference(const fs::path& res, const fs::path& ref, const std:
 
 }  // namespace
 
-TEST_CASE("SIGINT or SIGTERM mid-run saves the run's state; the next run resumes it as if never stopped", "[faults]") {
-    temp_dir tmp;
-    const fs::path spec = tmp / "faults.yaml";
-    write_text(spec, two_seeds);
-    const fs::path out = tmp / "out", res = out / "faults";
+TEST_CASE_METHOD(two_seeds_dir,
+                 "SIGINT or SIGTERM mid-run saves the run's state; the next run resumes it as if never stopped",
+                 "[faults]") {
     const fs::path done_run = res / "runs" / "seed=0", stopped_run = res / "runs" / "seed=1";
 
     int sig = SIGINT, expected_code = 130;
@@ -115,11 +118,9 @@ TEST_CASE("SIGINT or SIGTERM mid-run saves the run's state; the next run resumes
     CHECK(temporaries(res).empty());
 }
 
-TEST_CASE("SIGTERM stops every run of --jobs 2 in progress; each resumes and equals an uninterrupted run", "[faults]") {
-    temp_dir tmp;
-    const fs::path spec = tmp / "faults.yaml";
-    write_text(spec, two_seeds);
-    const fs::path out = tmp / "out", res = out / "faults";
+TEST_CASE_METHOD(two_seeds_dir,
+                 "SIGTERM stops every run of --jobs 2 in progress; each resumes and equals an uninterrupted run",
+                 "[faults]") {
     const std::vector<std::string> cmd = {"run", spec.string(), "--out", out.string(), "--threads", "2", "--jobs", "2"};
     child_process c(cmd, tmp.path());
     c.wait_until([&] {
@@ -177,11 +178,8 @@ base:
     CHECK(waited < 0.5);
 }
 
-TEST_CASE("SIGKILL mid-run: finished runs stay byte for byte, the rerun completes the killed run", "[faults]") {
-    temp_dir tmp;
-    const fs::path spec = tmp / "faults.yaml";
-    write_text(spec, two_seeds);
-    const fs::path out = tmp / "out", res = out / "faults";
+TEST_CASE_METHOD(two_seeds_dir, "SIGKILL mid-run: finished runs stay byte for byte, the rerun completes the killed run",
+                 "[faults]") {
     const fs::path done_run = res / "runs" / "seed=0", killed_run = res / "runs" / "seed=1";
     std::vector<std::string> cmd = {"run", spec.string(), "--out", out.string(), "--threads", "1"};
     bool periodic = false;
@@ -312,13 +310,9 @@ TEST_CASE("a full disk (RLIMIT_FSIZE) ends the run with an error naming the file
     CHECK(temporaries(res).empty());
 }
 
-TEST_CASE("a sweep that cannot fit in --max-memory is refused before anything runs", "[faults]") {
-    temp_dir tmp;
-    const fs::path spec = tmp / "faults.yaml";
-    write_text(spec, two_seeds);
+TEST_CASE_METHOD(two_seeds_dir, "a sweep that cannot fit in --max-memory is refused before anything runs", "[faults]") {
     const experiment_spec parsed = parse_spec(two_seeds, spec.string());
     const std::size_t one_run = estimate_training_memory(parsed.runs[0].config, 1).total();
-    const fs::path out = tmp / "out";
 
     SECTION("one run larger than the limit: exit code 2, the estimate and the limit named, nothing written") {
         const auto r =

@@ -44,6 +44,11 @@ const std::vector<std::string> six_ids = {"train.lr=0.001,seed=0", "train.lr=0.0
 // header + step 0 test + (train, test) at 50, 100, ..., 300
 constexpr std::size_t six_metrics_lines = 1 + 1 + 2 * 6;
 
+// The folder of a test that runs six_runs (spec, out and res).
+struct six_runs_dir : spec_in_temp_dir {
+    six_runs_dir() : spec_in_temp_dir("six", six_runs) {}
+};
+
 // The spec run in one unsharded process with --jobs 1: the reference.
 fs::path reference_run(const temp_dir& dir, const fs::path& spec) { return reference_results(dir, spec, "six"); }
 
@@ -54,6 +59,17 @@ struct quiet_log {
     ~quiet_log() { spdlog::set_level(was); }
 };
 const std::string two_runs = tiny_lookup_spec("two", 20, 10, "seeds: [0, 1]\n");
+
+// In-process sweeps into a temporary directory, quiet, on one thread.
+struct in_process_sweep {
+    temp_dir tmp;
+    quiet_log quiet;
+    runner_options opt;
+    in_process_sweep() {
+        opt.out_root = tmp.path().string();
+        opt.threads = 1;
+    }
+};
 
 }  // namespace
 
@@ -77,13 +93,8 @@ TEST_CASE("--shard I/N: parsing, and the shards partition the runs in spec order
         }
 }
 
-TEST_CASE("a run whose lock another process holds is left to it, and done later", "[sweep]") {
-    temp_dir tmp;
-    quiet_log quiet;
+TEST_CASE_METHOD(in_process_sweep, "a run whose lock another process holds is left to it, and done later", "[sweep]") {
     const experiment_spec spec = parse_spec(two_runs, "two.yaml");
-    runner_options opt;
-    opt.out_root = tmp.path().string();
-    opt.threads = 1;
     const std::string held_dir = (tmp / "two" / "runs" / spec.runs[0].id).string();
     make_dirs(held_dir);
     {
@@ -109,13 +120,10 @@ TEST_CASE("a run whose lock another process holds is left to it, and done later"
     CHECK(lines_of(read_text(tmp / "two" / "summary.csv")).size() == 3);
 }
 
-TEST_CASE("a redone run starts from a clean directory: no stale result, checkpoint or temporary file", "[sweep]") {
-    temp_dir tmp;
-    quiet_log quiet;
+TEST_CASE_METHOD(in_process_sweep,
+                 "a redone run starts from a clean directory: no stale result, checkpoint or temporary file",
+                 "[sweep]") {
     const experiment_spec spec = parse_spec(two_runs, "two.yaml");
-    runner_options opt;
-    opt.out_root = tmp.path().string();
-    opt.threads = 1;
     run_sweep(spec, opt);
     const fs::path run = tmp / "two" / "runs" / spec.runs[1].id;
     const std::string metrics = read_text(run / "metrics.csv");
@@ -135,14 +143,9 @@ TEST_CASE("a redone run starts from a clean directory: no stale result, checkpoi
     CHECK(fs::is_regular_file(run / "model.safetensors"));
 }
 
-TEST_CASE("summarize re-derives the runs from spec.yaml with its --set overrides", "[sweep]") {
-    temp_dir tmp;
-    quiet_log quiet;
+TEST_CASE_METHOD(in_process_sweep, "summarize re-derives the runs from spec.yaml with its --set overrides", "[sweep]") {
     const std::vector<std::string> overrides = {"train.steps=12", "train.eval_every=6"};
     const experiment_spec spec = parse_spec(two_runs, "two.yaml", overrides);
-    runner_options opt;
-    opt.out_root = tmp.path().string();
-    opt.threads = 1;
     const sweep_outcome out = run_sweep(spec, opt);
     REQUIRE(out.ok == 2);
     const std::string summary = read_text(out.summary_path);
@@ -186,12 +189,8 @@ TEST_CASE("summarize re-derives the runs from spec.yaml with its --set overrides
     }
 }
 
-TEST_CASE("a sweep killed with SIGKILL mid-run and run again trains every run exactly once", "[sweep]") {
-    temp_dir tmp;
-    const fs::path spec = tmp / "six.yaml";
-    write_text(spec, six_runs);
-    const fs::path out = tmp / "out";
-    const fs::path res = out / "six";
+TEST_CASE_METHOD(six_runs_dir, "a sweep killed with SIGKILL mid-run and run again trains every run exactly once",
+                 "[sweep]") {
     const std::vector<std::string> cmd = {"run", spec.string(), "--out", out.string(), "--threads", "1"};
     auto run_dir = [&](std::size_t i) { return res / "runs" / six_ids[i]; };
 
@@ -260,12 +259,8 @@ TEST_CASE("a sweep killed with SIGKILL mid-run and run again trains every run ex
     CHECK(temporaries(res).empty());
 }
 
-TEST_CASE("a spec run as 3 shards in 3 processes, then summarized, equals one unsharded run", "[sweep]") {
-    temp_dir tmp;
-    const fs::path spec = tmp / "six.yaml";
-    write_text(spec, six_runs);
-    const fs::path out = tmp / "out";
-    const fs::path res = out / "six";
+TEST_CASE_METHOD(six_runs_dir, "a spec run as 3 shards in 3 processes, then summarized, equals one unsharded run",
+                 "[sweep]") {
     auto shard_cmd = [&](int i) {
         return std::vector<std::string>{"run",       spec.string(), "--out",   out.string(),
                                         "--threads", "1",           "--shard", std::to_string(i) + "/3"};
@@ -306,12 +301,7 @@ TEST_CASE("a spec run as 3 shards in 3 processes, then summarized, equals one un
     CHECK(temporaries(res).empty());
 }
 
-TEST_CASE("--jobs 2 trains two runs at once and gives the summary of --jobs 1", "[sweep]") {
-    temp_dir tmp;
-    const fs::path spec = tmp / "six.yaml";
-    write_text(spec, six_runs);
-    const fs::path out = tmp / "out";
-    const fs::path res = out / "six";
+TEST_CASE_METHOD(six_runs_dir, "--jobs 2 trains two runs at once and gives the summary of --jobs 1", "[sweep]") {
     const auto r = run_cli({"run", spec.string(), "--out", out.string(), "--threads", "1", "--jobs", "2"}, tmp.path());
     INFO("stderr:\n" << r.err);
     REQUIRE(r.code == 0);
@@ -330,10 +320,8 @@ TEST_CASE("--jobs 2 trains two runs at once and gives the summary of --jobs 1", 
     for (const auto& id : six_ids) check_same_metrics(res, ref, id);
 }
 
-TEST_CASE("attnlab run --shard and --jobs, attnlab summarize: bad input is exit code 2", "[sweep]") {
-    temp_dir tmp;
-    const fs::path spec = tmp / "six.yaml";
-    write_text(spec, six_runs);
+TEST_CASE_METHOD(six_runs_dir, "attnlab run --shard and --jobs, attnlab summarize: bad input is exit code 2",
+                 "[sweep]") {
     for (const char* bad : {"3/3", "1", "x/2"}) {
         const auto r = run_cli({"run", spec.string(), "--out", (tmp / "out").string(), "--shard", bad}, tmp.path());
         INFO(r.err);

@@ -1,13 +1,25 @@
-// What stopped, resumed, sharded or parallel sweeps are compared with: the
-// same spec run to the end by one process with --threads 1, and the checks
-// "equal except timings" (README.md, "Outputs": metrics.csv's tokens_per_s
-// and elapsed_s, summary.csv's wall_s).
+// The folder of an end-to-end test, and what stopped, resumed, sharded or
+// parallel sweeps are compared with: the same spec run to the end by one
+// process with --threads 1, and the checks "equal except timings" (README.md,
+// "Outputs": metrics.csv's tokens_per_s and elapsed_s, summary.csv's wall_s).
 #pragma once
 #include <string>
 
 #include "process_support.hpp"
 
 namespace attnlab::test {
+
+// A fixture (TEST_CASE_METHOD) of the end-to-end tests: a temporary
+// directory `tmp` holding the spec file `spec` (<name>.yaml), the folder `out`
+// that `attnlab run spec --out out` writes, and its results folder `res`.
+struct spec_in_temp_dir {
+    temp_dir tmp;
+    fs::path spec, out, res;
+    spec_in_temp_dir(const std::string& name, const std::string& text)
+        : spec(tmp / (name + ".yaml")), out(tmp / "out"), res(out / name) {
+        write_text(spec, text);
+    }
+};
 
 // Runs `spec` (named `name`) with `attnlab run --threads 1` into
 // dir/reference and returns its results folder, dir/reference/<name>.
