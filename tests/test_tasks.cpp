@@ -38,50 +38,43 @@ row targets_of(const batch& b, int i) {
                b.targets.begin() + static_cast<std::ptrdiff_t>(i + 1) * b.T);
 }
 
-task_config copy_config() {
+// The small configurations the tests start from: 64 test examples, fresh
+// training batches (train_examples 0) and the given vocabulary.
+task_config small_task(task_kind kind, int vocab) {
     task_config c;
-    c.kind = task_kind::copy;
-    c.vocab = 8;
-    c.min_len = 2;
-    c.max_len = 6;
-    c.test_min_len = 2;
-    c.test_max_len = 6;
+    c.kind = kind;
+    c.vocab = vocab;
     c.test_examples = 64;
     c.train_examples = 0;
+    return c;
+}
+
+task_config copy_config() {
+    task_config c = small_task(task_kind::copy, 8);
+    c.min_len = c.test_min_len = 2;
+    c.max_len = c.test_max_len = 6;
     return c;
 }
 
 task_config lookup_config() {
-    task_config c;
-    c.kind = task_kind::lookup;
-    c.vocab = 64;
+    task_config c = small_task(task_kind::lookup, 64);
     c.seq_len = 32;
     c.pairs = 4;
     c.power_a = 0.01;
     c.random_filler = false;
-    c.test_examples = 64;
-    c.train_examples = 0;
     return c;
 }
 
 task_config selective_copy_config() {
-    task_config c;
-    c.kind = task_kind::selective_copy;
-    c.vocab = 10;
+    task_config c = small_task(task_kind::selective_copy, 10);
     c.n_tokens = 4;
     c.noise_len = 12;
-    c.test_examples = 64;
-    c.train_examples = 0;
     return c;
 }
 
 task_config induction_config() {
-    task_config c;
-    c.kind = task_kind::induction;
-    c.vocab = 16;
+    task_config c = small_task(task_kind::induction, 16);
     c.seq_len = 20;
-    c.test_examples = 64;
-    c.train_examples = 0;
     return c;
 }
 
