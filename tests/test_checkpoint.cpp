@@ -175,26 +175,39 @@ TEST_CASE("safetensors: a file written by another tool (other order, whitespace,
 
 // ---------------------------------------------------------------- models
 
+namespace {
+
+using tensor_list = std::vector<std::pair<std::string, std::vector<int>>>;
+
+// The tensors of a 2-block model of width D with exact softmax attention, in
+// layout order: `inputs` (embedding, positions), then per block its norms,
+// q, k, v, o and the `mlp` tensors, then the final norm and the head.
+tensor_list two_block_tensors(int V, int D, const tensor_list& inputs, const tensor_list& mlp) {
+    tensor_list all = inputs;
+    for (int i = 0; i < 2; ++i) {
+        const std::string b = "blocks." + std::to_string(i) + ".";
+        for (const auto& [name, shape] : tensor_list{{"attn_norm.weight", {D}},
+                                                     {"attn.q.weight", {D, D}},
+                                                     {"attn.k.weight", {D, D}},
+                                                     {"attn.v.weight", {D, D}},
+                                                     {"attn.o.weight", {D, D}},
+                                                     {"mlp_norm.weight", {D}}})
+            all.emplace_back(b + name, shape);
+        for (const auto& [name, shape] : mlp) all.emplace_back(b + name, shape);
+    }
+    all.push_back({"norm.weight", {D}});
+    all.push_back({"head.weight", {V, D}});
+    return all;
+}
+
+}  // namespace
+
 TEST_CASE("checkpoint: round trip of a model with learned positions and a gelu MLP, SPEC names", "[checkpoint]") {
     ckpt_temp_dir dir("gelu");
     const int V = 10, T = 12, D = 16, F = 64;  // gelu hidden 4 D
-    std::vector<std::pair<std::string, std::vector<int>>> expected = {{"embed.weight", {V, D}}, {"pos.weight", {T, D}}};
-    for (int i = 0; i < 2; ++i) {
-        const std::string b = "blocks." + std::to_string(i) + ".";
-        for (auto e : std::vector<std::pair<std::string, std::vector<int>>>{{"attn_norm.weight", {D}},
-                                                                            {"attn.q.weight", {D, D}},
-                                                                            {"attn.k.weight", {D, D}},
-                                                                            {"attn.v.weight", {D, D}},
-                                                                            {"attn.o.weight", {D, D}},
-                                                                            {"mlp_norm.weight", {D}},
-                                                                            {"mlp.up.weight", {F, D}},
-                                                                            {"mlp.up.bias", {F}},
-                                                                            {"mlp.down.weight", {D, F}},
-                                                                            {"mlp.down.bias", {D}}})
-            expected.emplace_back(b + e.first, e.second);
-    }
-    expected.push_back({"norm.weight", {D}});
-    expected.push_back({"head.weight", {V, D}});
+    const tensor_list expected = two_block_tensors(
+        V, D, {{"embed.weight", {V, D}}, {"pos.weight", {T, D}}},
+        {{"mlp.up.weight", {F, D}}, {"mlp.up.bias", {F}}, {"mlp.down.weight", {D, F}}, {"mlp.down.bias", {D}}});
     check_round_trip(small_model(2, 16, mlp_kind::gelu, position_kind::learned), attention_config{}, V, T, expected,
                      dir / "model.safetensors");
 }
@@ -202,22 +215,9 @@ TEST_CASE("checkpoint: round trip of a model with learned positions and a gelu M
 TEST_CASE("checkpoint: round trip of a model with rope and a swiglu MLP, SPEC names", "[checkpoint]") {
     ckpt_temp_dir dir("swiglu");
     const int V = 10, T = 12, D = 16, F = 48;  // swiglu hidden: 8/3 D rounded up to a multiple of 8
-    std::vector<std::pair<std::string, std::vector<int>>> expected = {{"embed.weight", {V, D}}};
-    for (int i = 0; i < 2; ++i) {
-        const std::string b = "blocks." + std::to_string(i) + ".";
-        for (auto e : std::vector<std::pair<std::string, std::vector<int>>>{{"attn_norm.weight", {D}},
-                                                                            {"attn.q.weight", {D, D}},
-                                                                            {"attn.k.weight", {D, D}},
-                                                                            {"attn.v.weight", {D, D}},
-                                                                            {"attn.o.weight", {D, D}},
-                                                                            {"mlp_norm.weight", {D}},
-                                                                            {"mlp.gate.weight", {F, D}},
-                                                                            {"mlp.up.weight", {F, D}},
-                                                                            {"mlp.down.weight", {D, F}}})
-            expected.emplace_back(b + e.first, e.second);
-    }
-    expected.push_back({"norm.weight", {D}});
-    expected.push_back({"head.weight", {V, D}});
+    const tensor_list expected =
+        two_block_tensors(V, D, {{"embed.weight", {V, D}}},
+                          {{"mlp.gate.weight", {F, D}}, {"mlp.up.weight", {F, D}}, {"mlp.down.weight", {D, F}}});
     check_round_trip(small_model(2, 16, mlp_kind::swiglu, position_kind::rope), attention_config{}, V, T, expected,
                      dir / "model.safetensors");
 }
