@@ -4,9 +4,6 @@
 // memory of the real binary training a model whose buffers dominate it.
 #include <catch2/catch.hpp>
 
-#include <sys/resource.h>
-#include <sys/wait.h>
-
 #include <string>
 
 #include "attnlab/model/memory_estimate.hpp"
@@ -156,14 +153,11 @@ TEST_CASE("memory estimate against the peak memory of the binary training one st
     auto peak_kib = [&](const std::string& name, const std::string& text, int threads) {
         const fs::path spec = tmp / (name + ".yaml");
         write_text(spec, text);
-        const child c = spawn(
+        const cli_result r = run_cli(
             {"run", spec.string(), "--out", (tmp / name).string(), "--threads", std::to_string(threads)}, tmp.path());
-        int status = 0;
-        struct rusage ru {};
-        REQUIRE(::wait4(c.pid, &status, 0, &ru) == c.pid);
-        INFO(read_text(c.err_file));
-        REQUIRE(exit_code_of(status) == 0);
-        return static_cast<double>(ru.ru_maxrss);  // KiB
+        INFO(r.err);
+        REQUIRE(r.code == 0);
+        return static_cast<double>(r.max_rss_kib);
     };
     const std::string tiny_task = "{kind: lookup, vocab: 16, seq_len: 8, pairs: 2, test_examples: 16}";
     const std::string tiny_model = "{layers: 1, d_model: 16, heads: 2}";

@@ -41,14 +41,21 @@ inline double whole_model_gradient_error(const model_config& m, const attention_
     return relative_error(analytic, numeric);
 }
 
-inline model_config micro_model(mlp_kind mlp = mlp_kind::swiglu, position_kind pos = position_kind::rope) {
+// A model of `layers` blocks of width d_model with 2 heads.
+inline model_config small_model(int layers, int d_model, mlp_kind mlp = mlp_kind::swiglu,
+                                position_kind pos = position_kind::rope) {
     model_config m;
-    m.layers = 2;
-    m.d_model = 8;
+    m.layers = layers;
+    m.d_model = d_model;
     m.heads = 2;
     m.mlp = mlp;
     m.position = pos;
     return m;
+}
+
+// The micro model of the gradient checks: 2 blocks of width 8.
+inline model_config micro_model(mlp_kind mlp = mlp_kind::swiglu, position_kind pos = position_kind::rope) {
+    return small_model(2, 8, mlp, pos);
 }
 
 }  // namespace attnlab::test
