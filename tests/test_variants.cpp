@@ -1,5 +1,6 @@
-// Every numerator x denominator of SPEC §2 with its modifiers: attention-level
-// and whole-micro-model gradient checks in double, the detached softmax
+// Every numerator x denominator of the variant table with its modifiers:
+// attention-level and whole-micro-model gradient checks in double (the lists
+// come from the table: tests/support/variant_cases.hpp), the detached softmax
 // against a reference, and hand-computed 3-token cases.
 #include <catch2/catch.hpp>
 
@@ -14,13 +15,7 @@ using namespace attnlab::test;
 
 namespace {
 
-attention_config variant(numerator_kind n, denominator_kind d, int order = 2) {
-    attention_config a;
-    a.numerator = n;
-    a.denominator = d;
-    if (n == numerator_kind::taylor) a.order = order;
-    return a;
-}
+attention_config variant(numerator_kind n, denominator_kind d, int order = 2) { return variant_config(n, d, order); }
 
 // Gradient check of the attention layer alone for one variant: q, k, v, the
 // gates it uses and its denominator parameters are all checked.
@@ -72,27 +67,20 @@ void check_attention_layer(const attention_config& cfg, layer_dims dims = {}) {
 
 }  // namespace
 
-TEST_CASE("attention layer gradients: every numerator x denominator", "[attention][grad]") {
-    for (auto n : all_numerators)
-        for (auto d : all_denominators) {
-            const attention_config a = variant(n, d);
-            INFO(describe(a));
-            check_attention_layer(a);
-        }
+TEST_CASE("attention layer gradients: every numerator (orders 1 to 4) x denominator", "[attention][grad]") {
+    for (const auto& a : every_variant(1, 4)) {
+        INFO(describe(a));
+        check_attention_layer(a);
+    }
 }
 
 TEST_CASE("attention layer gradients across several row blocks", "[attention][grad]") {
     // The fused kernel works in blocks of block_rows query rows and recomputes
     // them in the backward: sequences of 2 blocks + 5 rows exercise the block
     // edges, the partial last block and keys shared by several blocks. (No
-    // relu or clamp here: among ~9k scores some sit within h of their kink.)
+    // clamp here: among ~9k scores some sit within h of its kink.)
     const int T = 2 * attention_scratch<double>::block_rows + 5;
-    std::vector<attention_config> cases = {variant(numerator_kind::exp, denominator_kind::softmax),
-                                           variant(numerator_kind::taylor, denominator_kind::norm, 4),
-                                           variant(numerator_kind::taylor, denominator_kind::rmsnorm, 2),
-                                           variant(numerator_kind::elu1, denominator_kind::layernorm),
-                                           variant(numerator_kind::linear, denominator_kind::length),
-                                           variant(numerator_kind::exp, denominator_kind::gate)};
+    std::vector<attention_config> cases = each_numerator_with_a_denominator(4);
     attention_config gated = variant(numerator_kind::elu1, denominator_kind::softmax);
     gated.in_gate = gated.out_gate = true;
     cases.push_back(gated);
@@ -102,25 +90,28 @@ TEST_CASE("attention layer gradients across several row blocks", "[attention][gr
     }
 }
 
-TEST_CASE("attention layer gradients: modifiers and Taylor orders", "[attention][grad]") {
+TEST_CASE("attention layer gradients: modifiers and orders 1 to 12", "[attention][grad]") {
     std::vector<attention_config> cases;
-    for (auto n : {numerator_kind::exp, numerator_kind::linear, numerator_kind::elu1, numerator_kind::cosine})
-        for (auto d : {denominator_kind::softmax, denominator_kind::norm, denominator_kind::none}) {
+    for (auto n : all_numerators)
+        for (auto d : all_denominators) {
             attention_config a = variant(n, d);
             a.in_gate = true;
             cases.push_back(a);
+            if (traits_of(d).has_output_gate) continue;  // has one already
             a.in_gate = false;
             a.out_gate = true;
             cases.push_back(a);
         }
-    for (auto n : {numerator_kind::exp, numerator_kind::taylor, numerator_kind::linear})
-        for (auto d : {denominator_kind::softmax, denominator_kind::gate, denominator_kind::none}) {
-            attention_config a = variant(n, d);
-            a.clamp = 0.2;  // some scores above, some below
-            cases.push_back(a);
-        }
-    for (int order = 1; order <= 12; ++order)
-        cases.push_back(variant(numerator_kind::taylor, denominator_kind::softmax, order));
+    for (auto n : all_numerators)
+        if (is_score_kernel(n))
+            for (auto d : all_denominators) {
+                attention_config a = variant(n, d);
+                a.clamp = 0.2;  // some scores above, some below
+                cases.push_back(a);
+            }
+    for (auto n : all_numerators)
+        if (takes_order(n))
+            for (int order = 1; order <= 12; ++order) cases.push_back(variant(n, denominator_kind::softmax, order));
     for (const auto& a : cases) {
         INFO(describe(a));
         check_attention_layer(a);
@@ -172,12 +163,10 @@ TEST_CASE("detach_denominator: gradient of u / z with z held constant", "[attent
 }
 
 TEST_CASE("whole micro model gradients: every numerator x denominator", "[model][grad]") {
-    for (auto n : all_numerators)
-        for (auto d : all_denominators) {
-            const attention_config a = variant(n, d);
-            INFO(describe(a));
-            CHECK(whole_model_gradient_error(micro_model(), a) <= gradcheck_bound);
-        }
+    for (const auto& a : every_variant(2, 2)) {
+        INFO(describe(a));
+        CHECK(whole_model_gradient_error(micro_model(), a) <= gradcheck_bound);
+    }
 }
 
 TEST_CASE("whole micro model gradients: modifiers", "[model][grad]") {
@@ -205,13 +194,15 @@ TEST_CASE("whole micro model gradients: modifiers", "[model][grad]") {
     }
 }
 
-TEST_CASE("whole micro model gradients: Taylor orders 1 to 12", "[model][grad]") {
-    for (int order = 1; order <= 12; ++order)
-        for (auto d : {denominator_kind::softmax, denominator_kind::norm}) {
-            const attention_config a = variant(numerator_kind::taylor, d, order);
-            INFO(describe(a));
-            CHECK(whole_model_gradient_error(micro_model(), a) <= gradcheck_bound);
-        }
+TEST_CASE("whole micro model gradients: orders 1 to 12 of every order-taking numerator", "[model][grad]") {
+    for (auto n : all_numerators)
+        if (takes_order(n))
+            for (int order = 1; order <= 12; ++order)
+                for (auto d : {denominator_kind::softmax, denominator_kind::norm}) {
+                    const attention_config a = variant(n, d, order);
+                    INFO(describe(a));
+                    CHECK(whole_model_gradient_error(micro_model(), a) <= gradcheck_bound);
+                }
 }
 
 // ---- hand-computed cases ----

@@ -1,8 +1,16 @@
-// attnlab_crosscheck_dump: one forward + backward of the SPEC §3 model on one
+// attnlab_crosscheck_dump: one forward + backward of the attnlab model on one
 // training batch, written to files that reference/crosscheck.py recomputes in
 // PyTorch (float64) and compares, as llm.c checks its C code against PyTorch.
 //
-//   attnlab_crosscheck_dump CONFIG.yaml OUT_DIR float|double
+//   attnlab_crosscheck_dump CONFIG.yaml OUT_DIR float|double [--order N]
+//   attnlab_crosscheck_dump --variants
+//
+// --variants prints the variant table (variant_table.hpp) as JSON, from
+// which crosscheck.py makes its cases, so a new row is cross-checked without
+// another list. Each numerator row says with `order_in_spec` whether the spec
+// loader accepts `attention.order` for it yet; for one that takes an order
+// but is not accepted there, crosscheck.py leaves `order` out of CONFIG.yaml
+// and passes it as --order N, which sets attention.order after loading.
 //
 // The model is built as a training run builds it (vocabulary and longest input
 // from the task), initialised with init_params(seed), then PERTURBED: every
@@ -16,7 +24,7 @@
 //                            attnlab's own checkpoint writer)
 //   model_f64.safetensors    double only: the exact double parameters (F64)
 //   batch.safetensors        tokens, targets: I32 [B, T], no target = -1
-//   grads.safetensors        d(mean loss)/d(param), SPEC names, F32 or F64
+//   grads.safetensors        d(mean loss)/d(param), parameter names, F32 or F64
 //   config.yaml              the resolved config as attnlab read it (run_config_to_yaml)
 //   out.json                 loss, answer rows b*T+t, answer targets, the
 //                            per-answer losses and the logits at the answer
@@ -38,10 +46,12 @@
 #include <iomanip>
 #include <limits>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "attnlab/attention/variant_table.hpp"
 #include "attnlab/io/safetensors.hpp"
 #include "attnlab/model/transformer.hpp"
 #include "attnlab/spec/spec.hpp"
@@ -228,15 +238,70 @@ int run(const run_config& cfg, const std::filesystem::path& dir) {
     return 0;
 }
 
+// Whether the spec loader accepts `attention.order` with this numerator.
+bool order_in_spec(const char* numerator) {
+    const std::string yaml = std::string(
+                                 "task: {kind: lookup, vocab: 16, seq_len: 8, pairs: 2}\n"
+                                 "model: {layers: 1, d_model: 8, heads: 2}\n"
+                                 "attention: {numerator: ") +
+                             numerator +
+                             ", order: 2, denominator: none}\n"
+                             "train: {steps: 1, lr: 0.001, warmup: 0}\n";
+    try {
+        run_config_from_yaml(yaml, "probe");
+        return true;
+    } catch (const std::exception&) {
+        return false;
+    }
+}
+
+const char* json_bool(bool b) { return b ? "true" : "false"; }
+
+// The variant table as JSON: {"numerators": [...], "denominators": [...]}.
+void print_variants() {
+    std::printf("{\n  \"numerators\": [\n");
+    for (int i = 0; i < numerator_count; ++i) {
+        const numerator_traits& r = numerator_rows()[i];
+        std::printf(
+            "    {\"name\": \"%s\", \"family\": \"%s\", \"takes_order\": %s, \"order_in_spec\": %s, "
+            "\"finite_state\": %s}%s\n",
+            r.name, r.family == numerator_family::score_kernel ? "score_kernel" : "feature_map",
+            json_bool(r.takes_order), json_bool(r.takes_order && order_in_spec(r.name)), json_bool(r.finite_state),
+            i + 1 < numerator_count ? "," : "");
+    }
+    std::printf("  ],\n  \"denominators\": [\n");
+    for (int i = 0; i < denominator_count; ++i) {
+        const denominator_traits& r = denominator_rows()[i];
+        std::printf(
+            "    {\"name\": \"%s\", \"uses_weight_sum\": %s, \"has_output_gate\": %s, \"detachable\": %s, "
+            "\"out_norm_params\": %d}%s\n",
+            r.name, json_bool(r.uses_weight_sum), json_bool(r.has_output_gate), json_bool(r.detachable),
+            r.out_norm_params, i + 1 < denominator_count ? "," : "");
+    }
+    std::printf("  ]\n}\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 4) {
-        std::fprintf(stderr, "usage: %s CONFIG.yaml OUT_DIR float|double\n", argv[0]);
+    if (argc == 2 && std::string(argv[1]) == "--variants") {
+        print_variants();
+        return 0;
+    }
+    const bool order_given = argc == 6 && std::string(argv[4]) == "--order";
+    if (argc != 4 && !order_given) {
+        std::fprintf(stderr, "usage: %s CONFIG.yaml OUT_DIR float|double [--order N]\n       %s --variants\n", argv[0],
+                     argv[0]);
         return 2;
     }
     try {
-        const run_config cfg = run_config_from_yaml_file(argv[1]);
+        run_config cfg = run_config_from_yaml_file(argv[1]);
+        if (order_given) {
+            if (!traits_of(cfg.attention.numerator).takes_order)
+                throw std::invalid_argument(std::string("--order: ") + to_string(cfg.attention.numerator) +
+                                            " takes no order");
+            cfg.attention.order = std::stoi(argv[5]);
+        }
         const std::filesystem::path dir(argv[2]);
         std::filesystem::create_directories(dir);
         const std::string precision = argv[3];

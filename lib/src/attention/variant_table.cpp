@@ -1,5 +1,5 @@
-// The rows of the variant table (see the header). The maths of each row is in
-// docs/attention.md; the kernels are in variants.cpp.
+// The rows of the variant table (see the header). What each row computes is
+// in docs/spec-reference.md (`attention`); the kernels are in variants.cpp.
 #include "attnlab/attention/variant_table.hpp"
 
 #include <array>

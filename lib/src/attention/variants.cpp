@@ -1,4 +1,4 @@
-// Score kernels, feature maps and denominators of SPEC §2, each with its
+// Score kernels, feature maps and denominators (variant_table.hpp), each with its
 // derivative (derivations beside each backward).
 #include "attnlab/attention/variants.hpp"
 
@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 namespace attnlab {
 
@@ -149,7 +150,6 @@ template <class T>
 class softmax_denominator final : public denominator<T> {
 public:
     softmax_denominator(T added_eps, bool detach) : added_eps_(added_eps), detach_(detach) {}
-    bool uses_weight_sum() const override { return true; }
     T weight_sum_offset() const override { return added_eps_; }
     void forward_row(T* o, const T* u, T z, int, const T*, int HS) const override {
         const T inv = T(1) / (z + added_eps_);
@@ -305,28 +305,34 @@ public:
 
 }  // namespace
 
-bool is_score_kernel(numerator_kind n) {
-    return n == numerator_kind::exp || n == numerator_kind::taylor || n == numerator_kind::linear;
+bool is_score_kernel(numerator_kind n) { return traits_of(n).family == numerator_family::score_kernel; }
+
+bool uses_out_gate(const attention_config& cfg) { return cfg.out_gate || traits_of(cfg.denominator).has_output_gate; }
+
+bool is_scale_invariant(denominator_kind d) { return traits_of(d).scale_invariant; }
+
+namespace {
+// An order-taking numerator (the table's takes_order) needs n >= 1 here; the
+// spec loader refuses other values before a run starts.
+void require_order(const attention_config& cfg) {
+    if (cfg.order < 1) throw std::invalid_argument(std::string(to_string(cfg.numerator)) + " needs order >= 1");
 }
+}  // namespace
 
-bool uses_out_gate(const attention_config& cfg) { return cfg.out_gate || cfg.denominator == denominator_kind::gate; }
-
-bool is_scale_invariant(denominator_kind d) {
-    return d == denominator_kind::softmax || d == denominator_kind::norm || d == denominator_kind::rmsnorm ||
-           d == denominator_kind::layernorm;
-}
-
+// Every numerator has a case in both factories (no `default:`), so -Wswitch
+// names a new enum value that has no kernel yet.
 template <class T>
 std::unique_ptr<score_kernel<T>> make_score_kernel(const attention_config& cfg) {
     switch (cfg.numerator) {
         case numerator_kind::exp:
             return std::make_unique<exp_kernel<T>>(is_scale_invariant(cfg.denominator), cfg.detach_denominator);
-        case numerator_kind::taylor:
-            if (cfg.order < 1) throw std::invalid_argument("taylor needs order >= 1");
-            return std::make_unique<taylor_kernel<T>>(cfg.order);
+        case numerator_kind::taylor: require_order(cfg); return std::make_unique<taylor_kernel<T>>(cfg.order);
         case numerator_kind::linear: return std::make_unique<linear_kernel<T>>();
-        default: return nullptr;
+        case numerator_kind::elu1:
+        case numerator_kind::relu:
+        case numerator_kind::cosine: return nullptr;  // feature maps
     }
+    throw std::invalid_argument("unknown numerator");
 }
 
 template <class T>
@@ -335,8 +341,11 @@ std::unique_ptr<feature_map<T>> make_feature_map(const attention_config& cfg) {
         case numerator_kind::elu1: return std::make_unique<elu1_map<T>>();
         case numerator_kind::relu: return std::make_unique<relu_map<T>>();
         case numerator_kind::cosine: return std::make_unique<cosine_map<T>>(static_cast<T>(cfg.eps));
-        default: return nullptr;
+        case numerator_kind::exp:
+        case numerator_kind::taylor:
+        case numerator_kind::linear: return nullptr;  // score kernels
     }
+    throw std::invalid_argument("unknown numerator");
 }
 
 template <class T>
@@ -344,8 +353,10 @@ std::unique_ptr<denominator<T>> make_denominator(const attention_config& cfg) {
     const T eps = static_cast<T>(cfg.eps);
     switch (cfg.denominator) {
         case denominator_kind::softmax: {
-            const bool non_negative = cfg.numerator == numerator_kind::elu1 || cfg.numerator == numerator_kind::relu;
-            return std::make_unique<softmax_denominator<T>>(non_negative ? eps : T(0), cfg.detach_denominator);
+            // Weights that can be exactly 0 everywhere (relu, elu1 after underflow) get eps, as fast-transformers does.
+            const auto& num = traits_of(cfg.numerator);
+            const bool may_vanish = num.sign(cfg.order) == weight_sign::non_negative;
+            return std::make_unique<softmax_denominator<T>>(may_vanish ? eps : T(0), cfg.detach_denominator);
         }
         case denominator_kind::norm: return std::make_unique<norm_denominator<T>>(eps);
         case denominator_kind::rmsnorm: return std::make_unique<rmsnorm_denominator<T>>(eps);
