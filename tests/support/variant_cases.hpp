@@ -68,6 +68,26 @@ inline bool signed_weights(const attention_config& a) {
     return traits_of(a.numerator).sign(a.order) == weight_sign::any;
 }
 
+// Score kernels whose weights can be 0 without a constant term (power, even
+// orders): a softmax sum z_t of the order of its eps makes u_t / (z_t + eps)
+// too steep for a finite difference.
+inline bool vanishing_score_weights(const attention_config& a) {
+    const numerator_traits& row = traits_of(a.numerator);
+    return row.family == numerator_family::score_kernel && row.sign(a.order) == weight_sign::non_negative;
+}
+
+// Whether the weights stay of order 1 at every order for random inputs:
+// positive, or with the constant Taylor term 1 (z_t is then of the order of
+// t). Without it (power) the weights of a high order are tiny, and a softmax
+// sum z_t or a norm |u_t| near its eps is too steep for a finite difference:
+// the high-order gradient checks then use the eps-free denominators length
+// and none.
+inline bool weights_of_order_one(const attention_config& a) {
+    const numerator_traits& row = traits_of(a.numerator);
+    return row.sign(a.order) == weight_sign::positive ||
+           (row.family == numerator_family::score_kernel && row.finite_state && row.terms(a.order).first == 0);
+}
+
 inline std::string describe(const attention_config& a) {
     std::ostringstream s;
     s << to_string(a.numerator);
