@@ -307,6 +307,19 @@ TEST_CASE("denominators on 3 hand-computed tokens", "[attention]") {
         check_row(o, 1, {1.0 / 6, 7.0 / 6, 5.0 / 6, 0});
         check_row(o, 2, {44.0 / 23, 15.0 / 23, 5.0 / 23, 52.0 / 23});
     }
+    SECTION("power order 2 / softmax: w = s^2 / 2") {
+        // w(0) = 0, w(2) = 2, w(4) = 8. t=1: w_10 = 0, so o_1 = v_1; t=2: (2 v_0 + 2 v_1 + 8 v_2) / 12
+        const auto o = x.run(denominator_kind::softmax, nullptr, nullptr, numerator_kind::power, 2);
+        check_row(o, 0, {1, 2, 0, 0});
+        check_row(o, 1, {0, 1, 1, 0});
+        check_row(o, 2, {26.0 / 12, 6.0 / 12, 2.0 / 12, 32.0 / 12});
+    }
+    SECTION("power order 3 / none: w = s^3 / 6") {
+        // w(0) = 0, w(2) = 4/3, w(4) = 32/3. t=2: 4/3 v_0 + 4/3 v_1 + 32/3 v_2
+        const auto o = x.run(denominator_kind::none, nullptr, nullptr, numerator_kind::power, 3);
+        check_row(o, 1, {0, 4.0 / 3, 4.0 / 3, 0});
+        check_row(o, 2, {100.0 / 3, 4, 4.0 / 3, 128.0 / 3});
+    }
     SECTION("elu1 / softmax: phi(x) = x + 1 for x > 0, exp(x) otherwise") {
         // phi(k_0) = (3,1,1,1), phi(k_1) = (1,3,1,1), phi(k_2) = (3,3,1,1)
         // t=1: w_10 = 3+3+1+1 = 8, w_11 = 1+9+1+1 = 12 -> (8 v_0 + 12 v_1) / 20
@@ -332,4 +345,31 @@ TEST_CASE("Taylor kernel by Horner equals the explicit sum; order 12 is close to
         }
         if (order == 12) CHECK(w[3] == Approx(std::exp(3.0)).epsilon(1e-4));
     }
+}
+
+TEST_CASE("power kernel: s^n / n! and its derivative s^(n-1) / (n-1)!, finite where s^n and n! are not",
+          "[attention]") {
+    for (int order = 1; order <= 12; ++order) {
+        INFO("order " << order);
+        auto kernel = make_score_kernel<double>(variant(numerator_kind::power, denominator_kind::none, order));
+        const double s[4] = {-2.0, -0.5, 0.7, 3.0};
+        double w[4], ds[4];
+        const double dw[4] = {1, 1, 1, 1};
+        kernel->forward_row(w, s, 4);
+        kernel->backward_row(ds, dw, s, w, 4);
+        for (int i = 0; i < 4; ++i) {
+            CHECK(w[i] == Approx(std::pow(s[i], order) / std::tgamma(order + 1.0)).epsilon(1e-13));
+            CHECK(ds[i] == Approx(std::pow(s[i], order - 1) / std::tgamma(order)).epsilon(1e-13));
+        }
+    }
+    // Order 171 at |s| = 100: 100^171 and 171! both overflow a double, their
+    // quotient (about 10^32.9) does not.
+    auto kernel = make_score_kernel<double>(variant(numerator_kind::power, denominator_kind::none, 171));
+    const double s[2] = {100.0, -100.0};
+    double w[2];
+    kernel->forward_row(w, s, 2);
+    const double expected = std::exp(171 * std::log(100.0) - std::lgamma(172.0));
+    CHECK(std::isinf(std::pow(100.0, 171)));
+    CHECK(w[0] == Approx(expected).epsilon(1e-10));
+    CHECK(w[1] == Approx(-expected).epsilon(1e-10));
 }

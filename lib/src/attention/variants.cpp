@@ -76,6 +76,40 @@ private:
     int order_;
 };
 
+// w (n) = s^order / order! as the product of the factors s / m, m = 1..order,
+// one pass over the row per factor: no factor overflows where s^order or
+// order! alone would (order 170 at s = 100 is about 1e33).
+template <class T>
+void power_term_row(T* w, const T* s, int n, int order) {
+    std::fill(w, w + n, T(1));
+    for (int m = 1; m <= order; ++m) {
+        const T inv_m = T(1) / T(m);
+        for (int j = 0; j < n; ++j) w[j] *= s[j] * inv_m;
+    }
+}
+
+// The order-n Taylor term alone, w = s^n / n! (n = 2: "squared q.k");
+// dw/ds = s^(n-1) / (n-1)!, the term of order n-1.
+template <class T>
+class power_kernel final : public score_kernel<T> {
+public:
+    explicit power_kernel(int order) : order_(order) {}
+    void forward_row(T* w, const T* s, int n) const override { power_term_row(w, s, n, order_); }
+    void backward_row(T* ds, const T* dw, const T* s, const T*, int n) const override {
+        // ds may alias dw: the derivative of a chunk goes to a stack buffer first.
+        constexpr int chunk = 256;
+        T p[chunk];
+        for (int j0 = 0; j0 < n; j0 += chunk) {
+            const int len = std::min(chunk, n - j0);
+            power_term_row(p, s + j0, len, order_ - 1);
+            for (int j = 0; j < len; ++j) ds[j0 + j] = dw[j0 + j] * p[j];
+        }
+    }
+
+private:
+    int order_;
+};
+
 // w = s: the first-order term alone.
 template <class T>
 class linear_kernel final : public score_kernel<T> {
@@ -328,6 +362,7 @@ std::unique_ptr<score_kernel<T>> make_score_kernel(const attention_config& cfg) 
             return std::make_unique<exp_kernel<T>>(is_scale_invariant(cfg.denominator), cfg.detach_denominator);
         case numerator_kind::taylor: require_order(cfg); return std::make_unique<taylor_kernel<T>>(cfg.order);
         case numerator_kind::linear: return std::make_unique<linear_kernel<T>>();
+        case numerator_kind::power: require_order(cfg); return std::make_unique<power_kernel<T>>(cfg.order);
         case numerator_kind::elu1:
         case numerator_kind::relu:
         case numerator_kind::cosine: return nullptr;  // feature maps
@@ -343,7 +378,8 @@ std::unique_ptr<feature_map<T>> make_feature_map(const attention_config& cfg) {
         case numerator_kind::cosine: return std::make_unique<cosine_map<T>>(static_cast<T>(cfg.eps));
         case numerator_kind::exp:
         case numerator_kind::taylor:
-        case numerator_kind::linear: return nullptr;  // score kernels
+        case numerator_kind::linear:
+        case numerator_kind::power: return nullptr;  // score kernels
     }
     throw std::invalid_argument("unknown numerator");
 }

@@ -24,10 +24,10 @@
 
 namespace attnlab {
 
-enum class numerator_kind { exp, taylor, linear, elu1, relu, cosine };
+enum class numerator_kind { exp, taylor, linear, elu1, relu, cosine, power };
 enum class denominator_kind { softmax, norm, rmsnorm, layernorm, gate, length, none };
 
-inline constexpr int numerator_count = 6;
+inline constexpr int numerator_count = 7;
 inline constexpr int denominator_count = 7;
 
 // How the numerator's weight w_tj is made.
