@@ -51,7 +51,7 @@ TEST_CASE("memory estimate: the parameter count is the model's, for every varian
             c.attention = attention_config{};
             c.attention.numerator = num;
             c.attention.denominator = den;
-            if (num == numerator_kind::taylor) c.attention.order = 2;
+            if (takes_order(num)) c.attention.order = 2;
             for (const bool in_gate : {false, true}) {
                 c.attention.in_gate = in_gate;
                 INFO(describe(c.attention));

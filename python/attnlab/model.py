@@ -33,7 +33,7 @@ RMSNORM_EPS = 1e-6  # SPEC §3: every RMSNorm of the model
 ROPE_BASE = 10000.0
 NO_TARGET = -1
 
-SCORE_KERNELS = ("exp", "taylor", "linear")
+SCORE_KERNELS = ("exp", "taylor", "linear", "power")
 FEATURE_KERNELS = ("elu1", "relu", "cosine")
 NUMERATORS = SCORE_KERNELS + FEATURE_KERNELS
 DENOMINATORS = ("softmax", "norm", "rmsnorm", "layernorm", "gate", "length", "none")
@@ -132,6 +132,9 @@ def attention(q, k, v, att: dict, g_in=None, g_out=None, out_norm_w=None, out_no
                 w = torch.exp(s)
         elif num == "taylor":
             w = taylor_exp(s, int(att["order"]))
+        elif num == "power":  # the order-n term alone
+            n = int(att["order"])
+            w = s**n / math.factorial(n)
         else:  # linear
             w = s
     elif num in FEATURE_KERNELS:
@@ -144,7 +147,9 @@ def attention(q, k, v, att: dict, g_in=None, g_out=None, out_norm_w=None, out_no
     u = w @ vg  # (B, H, T, HS)
     if den == "softmax":
         z = w.sum(-1)  # (B, H, T)
-        added = eps if num in ("elu1", "relu") else 0.0  # non-negative kernels, as fast-transformers
+        # kernels whose weights are >= 0 but can all be 0 get eps, as fast-transformers does
+        non_negative = num in ("elu1", "relu") or (num == "power" and int(att["order"]) % 2 == 0)
+        added = eps if non_negative else 0.0
         if diag is not None:
             with torch.no_grad():
                 az = (z + added).abs()  # the divisor, as attnlab reports it

@@ -73,6 +73,7 @@ attention_layer<T>::attention_layer(const attention_config& cfg, int NH, int HS)
       clamp_(static_cast<T>(cfg.clamp.value_or(0.0))),
       in_gate_(cfg.in_gate),
       out_gate_(uses_out_gate(cfg)),
+      needs_weight_sum_(traits_of(cfg.denominator).uses_weight_sum),
       kernel_(make_score_kernel<T>(cfg)),
       features_(make_feature_map<T>(cfg)),
       denom_(make_denominator<T>(cfg)) {}
@@ -117,7 +118,7 @@ template <class T>
 void attention_layer<T>::forward_heads(T* out, attention_cache<T>& cache, const attention_inputs<T>& in, int Tn,
                                        int bh_begin, int bh_end, attention_scratch<T>& scratch) const {
     const int NH = NH_, HS = HS_, C = NH * HS;
-    const bool need_z = denom_->uses_weight_sum();
+    const bool need_z = needs_weight_sum_;
     scratch.resize(Tn, HS);
     for (int bh = bh_begin; bh < bh_end; ++bh) {
         const int b = bh / NH, h = bh % NH;
@@ -177,7 +178,7 @@ void attention_layer<T>::backward_heads(const attention_grads<T>& grads, const T
                                         attention_scratch<T>& scratch) const {
     const int NH = NH_, HS = HS_, C = NH * HS;
     const int P = denominator_param_count();
-    const bool need_z = denom_->uses_weight_sum();
+    const bool need_z = needs_weight_sum_;
     scratch.resize(Tn, HS);
     for (int bh = bh_begin; bh < bh_end; ++bh) {
         const int b = bh / NH, h = bh % NH;

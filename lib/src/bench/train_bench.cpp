@@ -71,7 +71,7 @@ base:
 
 std::string variant_name(const attention_config& a) {
     std::string s = to_string(a.numerator);
-    if (a.numerator == numerator_kind::taylor) s += std::to_string(a.order);
+    if (traits_of(a.numerator).takes_order) s += std::to_string(a.order);
     return s + "/" + to_string(a.denominator);
 }
 

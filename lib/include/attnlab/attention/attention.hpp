@@ -109,6 +109,7 @@ private:
     bool clamp_on_;
     T clamp_;
     bool in_gate_, out_gate_;
+    bool needs_weight_sum_;                    // the denominator divides by z_t (the table's uses_weight_sum)
     std::unique_ptr<score_kernel<T>> kernel_;  // exactly one of kernel_, features_
     std::unique_ptr<feature_map<T>> features_;
     std::unique_ptr<denominator<T>> denom_;
