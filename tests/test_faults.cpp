@@ -27,7 +27,7 @@
 
 #include "attnlab/model/memory_estimate.hpp"
 #include "attnlab/run/resources.hpp"
-#include "attnlab/run/summary.hpp"
+#include "attnlab/run/run_dir.hpp"
 #include "attnlab/spec/spec.hpp"
 #include "support/process_support.hpp"
 

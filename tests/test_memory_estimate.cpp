@@ -9,8 +9,8 @@
 
 #include <string>
 
+#include "attnlab/model/make_model.hpp"
 #include "attnlab/model/memory_estimate.hpp"
-#include "attnlab/model/transformer.hpp"
 #include "attnlab/run/resources.hpp"
 #include "attnlab/spec/spec.hpp"
 #include "attnlab/util/error.hpp"
@@ -39,10 +39,7 @@ run_config small_config() {
     return c;
 }
 
-std::size_t model_params(const run_config& c) {
-    const transformer<float> m(c.model, c.attention, model_vocab_size(c.task), max_seq_len(c.task));
-    return m.params.size();
-}
+std::size_t model_params(const run_config& c) { return make_model<float>(c).params.size(); }
 
 }  // namespace
 

@@ -13,8 +13,8 @@
 #include <spdlog/fmt/fmt.h>
 
 #include "attnlab/io/files.hpp"
+#include "attnlab/model/make_model.hpp"
 #include "attnlab/model/params.hpp"
-#include "attnlab/model/transformer.hpp"
 #include "attnlab/run/runner.hpp"
 #include "attnlab/tasks/task.hpp"
 #include "attnlab/train/optimizer.hpp"
@@ -94,15 +94,15 @@ void write_batch_file(const std::string& path, const batch& b) {
     write_file_atomic(path, bytes);
 }
 
-// One training step as the trainer does it (without the data and metrics).
+// One training step as the trainer does it (without the data and metrics),
+// on the model train_run builds.
 struct attnlab_stepper {
     transformer<float> model;
     adamw<float> opt;
     const batch& data;
-    attnlab_stepper(const run_config& c, int vocab, const batch& b)
-        : model(c.model, c.attention, vocab, b.T), opt(model.layout(), c.train.weight_decay), data(b) {
+    attnlab_stepper(const run_config& c, const batch& b)
+        : model(make_model<float>(c)), opt(model.layout(), c.train.weight_decay), data(b) {
         model.init_params(0);
-        model.reserve(b.B, b.T);
     }
     double step() {
         model.zero_grad();
@@ -254,7 +254,7 @@ train_bench_result run_train_bench(const train_bench_options& opt,
                 const std::size_t rss0 = proc_status_bytes("VmRSS");
                 const bool peak_ok = reset_peak_rss();
                 {
-                    attnlab_stepper s(opt.config, r.vocab, b);
+                    attnlab_stepper s(opt.config, b);
                     r.param_count = s.model.params.size();
                     for (int i = 0; i < opt.warmup; ++i) s.step();
                     for (int rep = 0; rep < opt.repeats; ++rep) {
@@ -302,7 +302,7 @@ train_bench_result run_train_bench(const train_bench_options& opt,
     if (best) {
         r.op_threads = best->threads;
         set_threads(best->threads);
-        attnlab_stepper s(opt.config, r.vocab, b);
+        attnlab_stepper s(opt.config, b);
         for (int i = 0; i < opt.warmup; ++i) s.step();
         s.model.enable_op_timing(true);
         s.model.reset_timings();

@@ -1,7 +1,7 @@
 // Runs the runs of an experiment spec and writes SPEC §6's outputs:
 //   <out>/<name>/spec.yaml, overrides.yaml, summary.csv, table.md,
 //   <out>/<name>/runs/<run_id>/config.yaml, metrics.csv, model.safetensors, result.yaml
-// (the layout and the "done" test are in sweep_dir.hpp).
+// (the layout is in sweep_dir.hpp, one run's directory and its "done" test in run_dir.hpp).
 //
 // Restarting. A run whose result.yaml exists beside the same config.yaml is
 // skipped, so a sweep stopped by Ctrl-C, SIGTERM, SIGKILL or a crash
