@@ -25,10 +25,10 @@
 #include <thread>
 #include <vector>
 
-#include "attnlab/model/memory_estimate.hpp"
 #include "attnlab/run/resources.hpp"
 #include "attnlab/run/run_dir.hpp"
 #include "attnlab/spec/spec.hpp"
+#include "attnlab/train/memory_estimate.hpp"
 #include "support/process_support.hpp"
 
 namespace fs = std::filesystem;

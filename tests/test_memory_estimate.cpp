@@ -1,4 +1,4 @@
-// estimate_training_memory (model/memory_estimate.hpp): the parameter count
+// estimate_training_memory (train/memory_estimate.hpp): the parameter count
 // equals the model's for every variant and model shape, each term equals a
 // hand count for a small config, and the total is checked against the peak
 // memory of the real binary training a model whose buffers dominate it.
@@ -10,9 +10,9 @@
 #include <string>
 
 #include "attnlab/model/make_model.hpp"
-#include "attnlab/model/memory_estimate.hpp"
 #include "attnlab/run/resources.hpp"
 #include "attnlab/spec/spec.hpp"
+#include "attnlab/train/memory_estimate.hpp"
 #include "attnlab/util/error.hpp"
 #include "support/process_support.hpp"
 #include "support/variant_cases.hpp"

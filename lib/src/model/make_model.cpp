@@ -16,6 +16,20 @@ transformer<T> make_model(const run_config& cfg) {
     return model;
 }
 
+buffer_plan run_buffer_plan(const run_config& cfg, int threads) {
+    const batch_shape shape = run_batch_shape(cfg);
+    buffer_plan_input in;
+    in.model = cfg.model;
+    in.attention = cfg.attention;
+    in.vocab = model_vocab_size(cfg.task);
+    in.max_T = max_seq_len(cfg.task);
+    in.B = shape.B;
+    in.T = shape.T;
+    in.threads = threads;
+    in.float_bytes = sizeof(float);
+    return plan_model_buffers(in);
+}
+
 template transformer<float> make_model<float>(const run_config&);
 template transformer<double> make_model<double>(const run_config&);
 

@@ -24,13 +24,13 @@
 
 #include "attnlab/io/csv.hpp"
 #include "attnlab/io/files.hpp"
-#include "attnlab/model/memory_estimate.hpp"
 #include "attnlab/model/params.hpp"
 #include "attnlab/run/resources.hpp"
 #include "attnlab/run/run_dir.hpp"
 #include "attnlab/run/summary.hpp"
 #include "attnlab/run/sweep_dir.hpp"
 #include "attnlab/train/checkpoint.hpp"
+#include "attnlab/train/memory_estimate.hpp"
 #include "attnlab/train/trainer.hpp"
 #include "attnlab/util/error.hpp"
 

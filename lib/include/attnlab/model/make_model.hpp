@@ -3,6 +3,7 @@
 // memory estimate) sizes it from the run_config here, so they agree.
 #pragma once
 #include "attnlab/config/run_config.hpp"
+#include "attnlab/model/buffer_plan.hpp"
 #include "attnlab/model/transformer.hpp"
 
 namespace attnlab {
@@ -20,5 +21,9 @@ batch_shape run_batch_shape(const run_config& cfg);
 // Parameters are zero: init_params or a checkpoint fills them.
 template <class T = float>
 transformer<T> make_model(const run_config& cfg);
+
+// The buffers of make_model<float>(cfg) when `threads` threads (threads < 1:
+// one) train it: what the memory estimate sums.
+buffer_plan run_buffer_plan(const run_config& cfg, int threads);
 
 }  // namespace attnlab

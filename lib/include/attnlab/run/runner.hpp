@@ -1,7 +1,7 @@
 // Runs the runs of an experiment spec and writes SPEC §6's outputs:
 //   <out>/<name>/spec.yaml, overrides.yaml, summary.csv, table.md,
 //   <out>/<name>/runs/<run_id>/config.yaml, metrics.csv, model.safetensors, result.yaml
-// (the layout is in sweep_dir.hpp, one run's directory and its "done" test in run_dir.hpp).
+// (the layout and the "done" test are in sweep_dir.hpp).
 //
 // Restarting. A run whose result.yaml exists beside the same config.yaml is
 // skipped, so a sweep stopped by Ctrl-C, SIGTERM, SIGKILL or a crash
@@ -51,7 +51,7 @@
 // workers finish: summary rows are in spec order.
 //
 // Memory. Before anything runs or is written, each run to train is sized
-// with estimate_training_memory (model/memory_estimate.hpp) at its thread
+// with estimate_training_memory (train/memory_estimate.hpp) at its thread
 // count; the `jobs` largest of them, which may run at once, must fit in the
 // limit (max_memory, or what the machine has available: resources.hpp), or
 // the sweep is refused with a config_error naming the run, its estimate and
