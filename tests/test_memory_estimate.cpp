@@ -119,6 +119,29 @@ TEST_CASE("memory estimate: every term equals a hand count for a small config", 
     CHECK(e16.per_thread == (3 * 64 * 16 + 5 * 16 * 8 + 16 + 8) * 4);
 }
 
+TEST_CASE("buffer plan: make_model's model is reserved for the plan the estimate sums", "[memory_estimate]") {
+    run_config c = small_config();
+    c.task.kind = task_kind::copy;  // test inputs longer than training ones: the model holds the longer
+    c.task.max_len = c.task.min_len = 6;
+    c.task.test_max_len = c.task.test_min_len = 10;
+    for (const auto num : all_numerators) {
+        c.attention = attention_config{};
+        c.attention.numerator = num;
+        if (num == numerator_kind::taylor) c.attention.order = 2;
+        c.attention.in_gate = true;
+        INFO(describe(c.attention));
+        const transformer<float> model = make_model<float>(c);
+        const buffer_plan plan = run_buffer_plan(c, 1);
+        CHECK(model.params.size() == plan.param_count);
+        for (std::size_t i = 0; i < plan.entries.size(); ++i) {
+            INFO("buffer " << i);
+            CHECK(model.buffers().entries[i].elements == plan.entries[i].elements);
+            CHECK(model.buffers().entries[i].copies == plan.entries[i].copies);
+        }
+        CHECK(plan.elements(model_buffer::q) == 4 * 20 * 16);  // batch 4 x copy test input 2 * 10, d_model 16
+    }
+}
+
 TEST_CASE("sizes: --max-memory values and their display", "[memory_estimate]") {
     CHECK(parse_size("4G") == 4ull << 30);
     CHECK(parse_size("512M") == 512ull << 20);
