@@ -19,6 +19,7 @@
 #include "attnlab/io/safetensors.hpp"
 #include "attnlab/run/runner.hpp"
 #include "attnlab/spec/spec.hpp"
+#include "attnlab/run/run_dir.hpp"
 #include "attnlab/train/checkpoint.hpp"
 #include "attnlab/util/error.hpp"
 #include "support/model_check.hpp"

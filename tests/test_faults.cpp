@@ -19,10 +19,10 @@
 #include <thread>
 #include <vector>
 
-#include "attnlab/model/memory_estimate.hpp"
 #include "attnlab/run/resources.hpp"
-#include "attnlab/run/summary.hpp"
+#include "attnlab/run/run_dir.hpp"
 #include "attnlab/spec/spec.hpp"
+#include "attnlab/train/memory_estimate.hpp"
 #include "support/process_support.hpp"
 #include "support/run_results.hpp"
 #include "support/tiny_spec.hpp"

@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "attnlab/model/generator.hpp"
-#include "attnlab/model/transformer.hpp"
+#include "attnlab/model/make_model.hpp"
 #include "attnlab/tasks/task.hpp"
 #include "attnlab/train/trainer.hpp"
 #include "support/model_check.hpp"
@@ -82,7 +82,7 @@ TEST_CASE("a trained lookup model predicts the same in recurrent and parallel fo
 
     auto data = make_task(c.task, static_cast<std::uint64_t>(c.seed));
     const batch& test = data->test_set();
-    transformer<float> model(c.model, c.attention, data->vocab_size(), test.T);
+    transformer<float> model = make_model<float>(c);
     model.params = trained;
     model.forward(test.tokens.data(), test.targets.data(), test.B, test.T);
     const std::vector<std::int32_t> parallel = model.predictions();

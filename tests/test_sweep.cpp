@@ -20,6 +20,7 @@
 
 #include "attnlab/io/files.hpp"
 #include "attnlab/run/runner.hpp"
+#include "attnlab/run/run_dir.hpp"
 #include "attnlab/run/sweep_dir.hpp"
 #include "attnlab/util/error.hpp"
 

@@ -54,7 +54,7 @@
 
 #include "attnlab/attention/variant_table.hpp"
 #include "attnlab/io/safetensors.hpp"
-#include "attnlab/model/transformer.hpp"
+#include "attnlab/model/make_model.hpp"
 #include "attnlab/spec/spec.hpp"
 #include "attnlab/tasks/task.hpp"
 #include "attnlab/util/rng.hpp"
@@ -150,8 +150,8 @@ void json_list(std::ostream& os, const V& v) {
 template <class T>
 int run(const run_config& cfg, const std::filesystem::path& dir) {
     auto data = make_task(cfg.task, static_cast<std::uint64_t>(cfg.seed));
-    const int V = data->vocab_size(), max_T = max_seq_len(cfg.task);
-    transformer<double> init(cfg.model, cfg.attention, V, max_T);
+    const int V = data->vocab_size();
+    transformer<double> init = make_model<double>(cfg);
     init.init_params(static_cast<std::uint64_t>(cfg.seed));
     rng r(derive_seed(static_cast<std::uint64_t>(cfg.seed), perturb_stream));
     for (double& w : init.params) w += perturb_std * r.normal();
@@ -161,7 +161,7 @@ int run(const run_config& cfg, const std::filesystem::path& dir) {
         y << run_config_to_yaml(cfg);
         if (!y) throw std::runtime_error("error writing config.yaml");
     }
-    transformer<T> model(cfg.model, cfg.attention, V, max_T);
+    transformer<T> model = make_model<T>(cfg);
     for (std::size_t i = 0; i < model.params.size(); ++i) model.params[i] = static_cast<T>(init.params[i]);
     std::vector<float> params_f32(model.params.begin(), model.params.end());  // exact for float
     safetensors_write((dir / "model.safetensors").string(), model.layout(), params_f32);

@@ -1,18 +1,16 @@
 // How much memory training one run takes, in bytes, before it starts: the
 // runner refuses a sweep whose runs cannot fit (attnlab run --max-memory).
 //
-// The estimate mirrors, buffer by buffer, what train_run allocates for float
-// training: transformer<float>'s parameters, gradients and activation buffers
-// (transformer::reserve for batch x max(train T, test T)), the attention
-// caches (attention_layer::init_cache), the per-thread buffers of the
-// data-parallel passes (attention_scratch: a row block of scores and
-// weights; a gradient buffer per extra thread), AdamW's two moments and the
-// task's data (test set, training pool, one batch). It leaves out what does not grow with the run: the program, its
-// libraries, thread stacks and Eigen's small product blocking buffers (a few
-// MiB in all). When those buffers change (lib/src/model/transformer.cpp,
-// lib/src/attention/attention.cpp, lib/src/train/optimizer.cpp), change the
-// term that mirrors them here: tests/test_memory_estimate.cpp compares the
-// total with the peak memory of a real run.
+// The estimate adds up what train_run allocates for float training: the
+// model's parameters and gradients, every buffer of its plan (buffer_plan.hpp:
+// activations, attention caches, backward scratch, RoPE tables and the
+// per-thread buffers of the data-parallel passes, for the batch make_model
+// reserves), AdamW's two moments, the gradient norm's partial sums and the
+// task's data (test set, training pool, one batch). It leaves out what does
+// not grow with the run: the program, its libraries, thread stacks and
+// Eigen's small product blocking buffers (a few MiB in all).
+// tests/test_memory_estimate.cpp compares the total with the peak memory of a
+// real run.
 #pragma once
 #include <cstddef>
 
