@@ -64,7 +64,6 @@ try:
     import matplotlib.pyplot as plt
     import numpy as np
     from matplotlib.lines import Line2D
-    from matplotlib.transforms import blended_transform_factory
 except ImportError as missing:
     print(f"plot_sweep.py: {sys.executable} cannot import {missing.name or 'matplotlib'}; install Debian's "
           "python3-matplotlib and python3-numpy (apt-get install python3-matplotlib python3-numpy) and run "
