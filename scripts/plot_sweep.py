@@ -64,6 +64,7 @@ try:
     import matplotlib.pyplot as plt
     import numpy as np
     from matplotlib.lines import Line2D
+    from matplotlib.ticker import LogFormatterSciNotation
 except ImportError as missing:
     print(f"plot_sweep.py: {sys.executable} cannot import {missing.name or 'matplotlib'}; install Debian's "
           "python3-matplotlib and python3-numpy (apt-get install python3-matplotlib python3-numpy) and run "
@@ -599,6 +600,8 @@ def state_figure(runs, group_of, group_title, title):
             ax.plot([p[0] for p in line], [p[1] for p in line], color=colour, ls=style(gi)["linestyle"], lw=1,
                     alpha=0.8, zorder=2)
         ax.set_xscale("log")
+        # Label some minor ticks too when the sizes span under two decades (else one label or none).
+        ax.xaxis.set_minor_formatter(LogFormatterSciNotation(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
         ax.set_xlabel(("recurrent state per attention layer, all heads" if per_layer else
                        "recurrent state per attention head") + " (floats)" +
                       ("\nTaylor: symmetric layout; exp: key/value cache at the longest input"
