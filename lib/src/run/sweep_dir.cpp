@@ -19,7 +19,7 @@
 
 #include "attnlab/io/files.hpp"
 #include "attnlab/run/summary.hpp"
-#include "attnlab/train/checkpoint.hpp"
+#include "attnlab/train/resume_state.hpp"
 #include "attnlab/util/error.hpp"
 
 namespace attnlab {

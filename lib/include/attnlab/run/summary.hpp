@@ -1,18 +1,14 @@
-// Per-run result files and the sweep's summary.csv and table.md (SPEC §6).
+// The sweep's summary.csv and table.md. The result.yaml of each run is read
+// and written by result_file.hpp.
 #pragma once
-#include <optional>
 #include <string>
 #include <vector>
 
+#include "attnlab/run/result_file.hpp"  // run_result_to_yaml, read_run_result
 #include "attnlab/spec/spec.hpp"
 #include "attnlab/train/trainer.hpp"
 
 namespace attnlab {
-
-// result.yaml of a finished run (written atomically when the run ends).
-std::string run_result_to_yaml(const run_result& r);
-// Reads a result.yaml; nullopt when absent. Throws io_error when malformed.
-std::optional<run_result> read_run_result(const std::string& path);
 
 // A finished run, as it appears in the summary.
 struct summary_entry {
