@@ -4,18 +4,22 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "attnlab/io/safetensors.hpp"
 #include "attnlab/run/result_file.hpp"
+#include "attnlab/train/resume_state.hpp"
 #include "attnlab/util/error.hpp"
 
 #include "support/process_support.hpp"
 
 using namespace attnlab;
 using namespace attnlab::test;
+using Catch::Matchers::StartsWith;
 
 namespace {
 
@@ -53,6 +57,19 @@ param_layout one_tensor_layout() {
     return layout;
 }
 
+// `bytes` of a resume state with the int64 at `at` replaced by `v` and the
+// checksum (FNV-1a 64 of everything before it) made right again.
+std::string with_int64(std::string bytes, std::size_t at, std::int64_t v) {
+    std::memcpy(bytes.data() + at, &v, sizeof v);
+    std::uint64_t h = 0xcbf29ce484222325ULL;
+    for (std::size_t i = 0; i + 8 < bytes.size(); ++i) {
+        h ^= static_cast<unsigned char>(bytes[i]);
+        h *= 0x100000001b3ULL;
+    }
+    std::memcpy(bytes.data() + bytes.size() - 8, &h, sizeof h);
+    return bytes;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- model.safetensors
@@ -70,6 +87,40 @@ TEST_CASE("safetensors: a header claiming a 2^40-element tensor is refused befor
     CHECK_THROWS_WITH(
         safetensors_decode(bytes, "model.safetensors", layout),
         "model.safetensors: data section truncated: the tensors need 4398046511104 bytes, the file holds 8");
+}
+
+// ---------------------------------------------------------------- resume.state
+
+TEST_CASE("resume.state: a count beyond the range of its field is refused, not cut to its low bits", "[readers]") {
+    train_state st;
+    st.step = 5;
+    st.window.steps = 3;
+    st.params = st.adam_m = st.adam_v = std::vector<float>(4, 0.5f);
+    const std::string config = "config\n";
+    const std::string bytes = train_state_encode(st, config);
+    REQUIRE(train_state_decode(bytes, "resume.state", config).step == 5);
+    // The step follows the magic (15 bytes), the version (4) and the config text (8 + its length).
+    const std::size_t step_at = 15 + 4 + 8 + config.size();
+    CHECK_THROWS_WITH(
+        train_state_decode(with_int64(bytes, step_at, (std::int64_t{1} << 32) + 5), "resume.state", config),
+        StartsWith("resume.state: step 4294967301 out of range"));
+    // The window's step count comes before its seconds (8 bytes), the three float arrays and the checksum.
+    const std::size_t window_steps_at = bytes.size() - 8 - 3 * (8 + 4 * 4) - 8 - 8;
+    REQUIRE(train_state_decode(with_int64(bytes, window_steps_at, 7), "resume.state", config).window.steps == 7);
+    CHECK_THROWS_WITH(
+        train_state_decode(with_int64(bytes, window_steps_at, -(std::int64_t{1} << 40)), "resume.state", config),
+        StartsWith("resume.state: window steps -1099511627776 out of range"));
+}
+
+TEST_CASE("resume.state: a state without parameters reads", "[readers]") {
+    // Its empty float arrays were copied with memcpy to a null pointer:
+    // undefined behaviour, reported by UBSan in build-asan (scripts/test).
+    train_state st;
+    st.step = 2;
+    const train_state back = train_state_decode(train_state_encode(st, "c\n"), "resume.state", "c\n");
+    CHECK(back.step == 2);
+    CHECK(back.params.empty());
+    CHECK(back.adam_v.empty());
 }
 
 // ---------------------------------------------------------------- result.yaml

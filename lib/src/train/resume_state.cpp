@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <type_traits>
 
 #include "attnlab/io/files.hpp"
@@ -63,6 +64,15 @@ public:
         at_ += sizeof v;
         return v;
     }
+    // An int64 of the file restoring the field `what` of type T: refused when
+    // T cannot hold it (a cast would keep its low bits only).
+    template <class T>
+    T get_int(const char* what) {
+        const auto v = get<std::int64_t>();
+        if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max())
+            fail(std::string(what) + " " + std::to_string(v) + " out of range");
+        return static_cast<T>(v);
+    }
     std::string get_string() {
         const auto n = get<std::uint64_t>();
         need(n);
@@ -74,7 +84,7 @@ public:
         const auto n = get<std::uint64_t>();
         if (n > (end_ - at_) / sizeof(float)) fail("truncated");
         std::vector<float> v(n);
-        std::memcpy(v.data(), bytes_.data() + at_, n * sizeof(float));
+        if (n > 0) std::memcpy(v.data(), bytes_.data() + at_, n * sizeof(float));  // v.data() is null when n is 0
         at_ += n * sizeof(float);
         return v;
     }
@@ -148,30 +158,30 @@ train_state train_state_decode(const std::string& bytes, const std::string& labe
         in.fail("version " + std::to_string(v) + ", this attnlab reads version " + std::to_string(resume_version));
     if (in.get_string() != config_yaml) in.fail("saved for another config.yaml");
     train_state st;
-    st.step = static_cast<int>(in.get<std::int64_t>());
-    st.adam_steps = static_cast<long>(in.get<std::int64_t>());
-    st.threads = static_cast<int>(in.get<std::int64_t>());
+    st.step = in.get_int<int>("step");
+    st.adam_steps = in.get_int<long>("adam steps");
+    st.threads = in.get_int<int>("threads");
     run_result& r = st.result;
     const auto status = in.get<std::int32_t>();
     if (status < 0 || status > static_cast<std::int32_t>(run_status::interrupted)) in.fail("bad status");
     r.status = static_cast<run_status>(status);
     r.reason = in.get_string();
-    r.steps = static_cast<int>(in.get<std::int64_t>());
+    r.steps = in.get_int<int>("result steps");
     r.final_test = in.get_metrics();
     r.best_test = in.get_metrics();
-    r.best_step = static_cast<int>(in.get<std::int64_t>());
+    r.best_step = in.get_int<int>("best step");
     r.wall_s = in.get<double>();
     r.params = static_cast<std::size_t>(in.get<std::uint64_t>());
-    r.nonpositive_denominator_steps = static_cast<long>(in.get<std::int64_t>());
-    r.first_nonpositive_step = static_cast<int>(in.get<std::int64_t>());
+    r.nonpositive_denominator_steps = in.get_int<long>("nonpositive denominator steps");
+    r.first_nonpositive_step = in.get_int<int>("first nonpositive step");
     train_window& win = st.window;
     win.loss_sum = in.get<double>();
     win.token_acc_sum = in.get<double>();
     win.seq_right = in.get<double>();
-    win.answers = static_cast<long>(in.get<std::int64_t>());
-    win.examples = static_cast<long>(in.get<std::int64_t>());
+    win.answers = in.get_int<long>("window answers");
+    win.examples = in.get_int<long>("window examples");
     win.grad_norm_sum = in.get<double>();
-    win.steps = static_cast<int>(in.get<std::int64_t>());
+    win.steps = in.get_int<int>("window steps");
     win.seconds = in.get<double>();
     st.params = in.get_floats();
     st.adam_m = in.get_floats();
