@@ -89,6 +89,14 @@ TEST_CASE("safetensors: a header claiming a 2^40-element tensor is refused befor
         "model.safetensors: data section truncated: the tensors need 4398046511104 bytes, the file holds 8");
 }
 
+TEST_CASE("safetensors: a number beyond double's range in the header is a malformed header", "[readers]") {
+    // nlohmann-json throws out_of_range for it, not parse_error: it escaped the reader.
+    const std::string header = "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[1e972,8]}}";
+    CHECK_THROWS_WITH(safetensors_decode(safetensors_file(header, 8), "model.safetensors", one_tensor_layout()),
+                      StartsWith("model.safetensors: malformed JSON header at header byte ") &&
+                          Catch::Matchers::Contains("number overflow parsing '1e972'"));
+}
+
 // ---------------------------------------------------------------- resume.state
 
 TEST_CASE("resume.state: a count beyond the range of its field is refused, not cut to its low bits", "[readers]") {

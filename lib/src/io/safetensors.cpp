@@ -85,6 +85,11 @@ class header_rules {
 public:
     header_rules(const char* begin, parsed_header& out) : begin_(begin), furthest_(begin), out_(out) {}
     const char** furthest() { return &furthest_; }
+    // The offset of the last byte the parser has read.
+    std::size_t last_read() const {
+        const auto read = static_cast<std::size_t>(furthest_ - begin_);
+        return read > 0 ? read - 1 : 0;
+    }
 
     bool on_event(int depth, json::parse_event_t event, json& parsed) {
         using ev = json::parse_event_t;
@@ -108,10 +113,7 @@ public:
 private:
     static constexpr int max_depth = 64;
 
-    [[noreturn]] void fail(std::string what) const {
-        const auto read = static_cast<std::size_t>(furthest_ - begin_);
-        throw json_syntax_error{read > 0 ? read - 1 : 0, std::move(what)};
-    }
+    [[noreturn]] void fail(std::string what) const { throw json_syntax_error{last_read(), std::move(what)}; }
     void check_depth(int depth) const {
         if (depth > max_depth) fail("nested deeper than " + std::to_string(max_depth) + " levels");
     }
@@ -139,6 +141,18 @@ private:
     bool in_metadata_ = false;
 };
 
+// The text of a nlohmann-json exception without its "[json.exception.<id>] "
+// prefix and, for a parse error, the "parse error at line L, column C: " one.
+std::string exception_text(const json::exception& e) {
+    std::string text = e.what();
+    if (const auto id_end = text.find("] "); id_end != std::string::npos) text.erase(0, id_end + 2);
+    if (text.rfind("parse error", 0) == 0)
+        if (const auto colon = text.find(": "); colon != std::string::npos) text.erase(0, colon + 2);
+    constexpr std::size_t max_text = 200;  // the parser quotes the token it read, which may be long
+    if (text.size() > max_text) text = text.substr(0, max_text) + "...";
+    return text;
+}
+
 // Parses the header [begin, end). Throws json_syntax_error.
 parsed_header parse_header(const char* begin, const char* end) {
     parsed_header out;
@@ -149,13 +163,11 @@ parsed_header parse_header(const char* begin, const char* end) {
                                    return rules.on_event(depth, event, parsed);
                                });
     } catch (const json::parse_error& e) {
-        // "[json.exception.parse_error.101] parse error at line 1, column 5: <what>"; e.byte counts from 1.
-        const std::string full = e.what();
-        const auto colon = full.find(": ");
-        std::string what = colon == std::string::npos ? full : full.substr(colon + 2);
-        constexpr std::size_t max_what = 200;  // the parser quotes the token it read, which may be long
-        if (what.size() > max_what) what = what.substr(0, max_what) + "...";
-        throw json_syntax_error{e.byte > 0 ? e.byte - 1 : 0, what};
+        throw json_syntax_error{e.byte > 0 ? e.byte - 1 : 0, exception_text(e)};  // e.byte counts from 1
+    } catch (const json::exception& e) {
+        // A number beyond double's range ("number overflow parsing '1e999'") is
+        // out_of_range, not a parse error: it has no byte, the rules know where the parser is.
+        throw json_syntax_error{rules.last_read(), exception_text(e)};
     }
     return out;
 }
