@@ -124,7 +124,7 @@ TEST_CASE("buffer plan: make_model's model is reserved for the plan the estimate
     for (const auto num : all_numerators) {
         c.attention = attention_config{};
         c.attention.numerator = num;
-        if (num == numerator_kind::taylor) c.attention.order = 2;
+        if (traits_of(num).takes_order) c.attention.order = 2;  // taylor, power
         c.attention.in_gate = true;
         INFO(describe(c.attention));
         const transformer<float> model = make_model<float>(c);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attnlab/run/run_dir.hpp"
+#include "attnlab/train/resume_state.hpp"
 #include "attnlab/train/checkpoint.hpp"
 #include "attnlab/util/error.hpp"
 #include "support/process_support.hpp"
