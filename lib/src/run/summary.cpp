@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -47,10 +48,11 @@ eval_metrics parse_metrics(const YAML::Node& n) {
 }  // namespace
 
 std::optional<run_result> read_run_result(const std::string& path) {
-    std::ifstream probe(path);
-    if (!probe) return std::nullopt;
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) return std::nullopt;
+    const std::string text = read_file(path);  // io_error naming it (a directory included)
     try {
-        const YAML::Node n = YAML::LoadFile(path);
+        const YAML::Node n = YAML::Load(text);
         run_result r;
         r.status = parse_status(n["status"].as<std::string>(), path);
         r.reason = n["reason"].as<std::string>();

@@ -213,14 +213,18 @@ bool params_finite(const transformer<float>& model) {
 
 eval_metrics evaluate_run_dir(const std::string& run_dir, attention_form form, state_layout layout) {
     namespace fs = std::filesystem;
-    if (!fs::is_directory(run_dir)) throw config_error(run_dir + ": no such run directory");
+    std::error_code ec;
+    if (!fs::is_directory(run_dir, ec))
+        throw config_error(
+            run_dir + ": " +
+            (ec && ec != std::errc::no_such_file_or_directory ? ec.message() : std::string("no such run directory")));
     const std::string config_path = run_dir + "/config.yaml";
-    if (!fs::is_regular_file(config_path))
+    if (!fs::is_regular_file(config_path, ec))
         throw config_error(config_path + ": no such file (not a run directory of `attnlab run`?)");
     const run_config cfg = run_config_from_yaml_file(config_path);
 
     const std::string ckpt = run_dir + "/" + checkpoint_filename;
-    if (!fs::is_regular_file(ckpt)) {
+    if (!fs::is_regular_file(ckpt, ec)) {
         // Say why when result.yaml knows: diverged runs have no checkpoint.
         std::string why = "the run has not finished";
         try {
@@ -238,6 +242,11 @@ eval_metrics evaluate_run_dir(const std::string& run_dir, attention_form form, s
     auto data = make_task(cfg.task, static_cast<std::uint64_t>(cfg.seed));
     transformer<float> model(cfg.model, cfg.attention, data->vocab_size(), max_seq_len(cfg.task));
     checkpoint_load(ckpt, model);
+    for (const auto& t : model.layout().tensors())  // a NaN would only show as a NaN loss
+        if (!std::all_of(model.params.begin() + static_cast<std::ptrdiff_t>(t.offset),
+                         model.params.begin() + static_cast<std::ptrdiff_t>(t.offset + t.size),
+                         [](float x) { return std::isfinite(x); }))
+            throw io_error(ckpt + ": tensor " + t.name + " holds non-finite values (NaN or infinity)");
     model.set_attention_form(form, layout);
     model.reserve(std::max(cfg.train.batch, 1), std::max(data->train_seq_len(), data->test_seq_len()));
     return evaluate(model, data->test_set(), cfg.train.batch);
