@@ -12,6 +12,7 @@
 #include <exception>
 #include <fcntl.h>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <omp.h>
 #include <optional>
@@ -27,6 +28,7 @@
 #include "attnlab/model/memory_estimate.hpp"
 #include "attnlab/model/params.hpp"
 #include "attnlab/run/resources.hpp"
+#include "attnlab/run/run_check.hpp"
 #include "attnlab/run/summary.hpp"
 #include "attnlab/run/sweep_dir.hpp"
 #include "attnlab/train/checkpoint.hpp"
@@ -122,10 +124,17 @@ private:
     int fd_ = -1;
 };
 
+void remove_or_throw(const fs::path& p) {
+    std::error_code ec;
+    fs::remove(p, ec);
+    if (ec) throw io_error("cannot remove " + p.string() + ": " + ec.message());
+}
+
 // Leftovers of an earlier attempt at a run, removed before it is redone
 // (under its lock). result.yaml goes first: it must never outlive the rest.
+
 void clean_run_dir(const std::string& run_dir) {
-    fs::remove(run_dir + "/result.yaml");
+    remove_or_throw(run_dir + "/result.yaml");
     std::error_code ec;
     std::vector<fs::path> stale;
     for (fs::directory_iterator it(run_dir, ec), end; !ec && it != end; it.increment(ec)) {
@@ -134,7 +143,7 @@ void clean_run_dir(const std::string& run_dir) {
             name.find(".tmp") != std::string::npos)
             stale.push_back(it->path());
     }
-    for (const auto& p : stale) fs::remove(p);
+    for (const auto& p : stale) remove_or_throw(p);
 }
 
 // Temporary files of killed writers in a run directory (*.tmp*).
@@ -193,7 +202,7 @@ bool keep_metrics_up_to(const std::string& path, const train_config& tc, int ste
 }
 
 // What became of one run a worker took.
-enum class attempt_kind { trained, done_elsewhere, busy, interrupted };
+enum class attempt_kind { trained, done_elsewhere, busy, interrupted, stopped_waiting };
 struct attempt {
     attempt_kind kind = attempt_kind::trained;
     run_result result;
@@ -218,10 +227,11 @@ private:
     std::atomic<std::size_t> next_{0};                // next queue position a worker takes
     std::mutex mu_;                                   // guards everything below, the summary files and the log order
     std::vector<std::optional<run_result>> results_;  // by spec index
-    std::vector<std::size_t> busy_;
+    std::vector<std::size_t> deferred_;               // runs another process held: waited for after the queue
     double trained_s_ = 0;
     int trained_ = 0;
     std::exception_ptr error_;
+    std::unique_ptr<sweep_membership> membership_;  // this process's claim on the folder
 
     std::string run_dir(std::size_t i) const { return out_.dir + "/runs/" + spec_.runs[i].id; }
     std::string tag(std::size_t i) const {
@@ -234,8 +244,12 @@ private:
     void write_summary();  // under mu_
     void log_progress();   // under mu_
     void worker();
-    attempt train_one(std::size_t i);
+    bool next_run(std::size_t& i, bool& wait);
+    void record(std::size_t i, const attempt& a);  // under mu_
+    attempt train_one(std::size_t i, bool wait);
     void check_memory() const;
+    void scan_runs();
+    void claim_folder();
 };
 
 void sweep_runner::write_summary() {
@@ -295,19 +309,38 @@ std::optional<train_state> resumable_state(const std::string& dir, const std::st
     return st;
 }
 
-attempt sweep_runner::train_one(std::size_t i) {
+attempt sweep_runner::train_one(std::size_t i, bool wait) {
     const run_point& point = spec_.runs[i];
     const std::string dir = run_dir(i), tg = tag(i);
     const std::string config_yaml = run_config_to_yaml(point.config);
     make_dirs(dir);
-    const run_lock lock(dir);
+    run_lock lock(dir);
     if (!lock.owned()) {
-        spdlog::warn("{} is being trained by another process (its lock is held); left to it", tg);
-        return {attempt_kind::busy, {}};
+        if (!wait) {
+            spdlog::info(
+                "{} is being trained by another process (its lock is held); put off until the other runs are done", tg);
+            return {attempt_kind::busy, {}};
+        }
+        spdlog::info("{} waiting for the other process training it to finish or stop", tg);
+        if (!lock.wait(stop_)) return {attempt_kind::stopped_waiting, {}};
     }
-    if (auto r = finished_run_result(dir, config_yaml)) {  // finished by another process since the scan
-        spdlog::info("{} already done ({}), skipped", tg, to_string(r->status));
-        return {attempt_kind::done_elsewhere, *r};
+    // Under the lock, look again: another process may have finished the run since the scan.
+    const run_dir_check now = check_run_dir(dir);
+    const bool stored_finished = now.state == run_dir_state::finished || now.state == run_dir_state::damaged;
+    if (now.state == run_dir_state::finished && now.config_yaml == config_yaml) {
+        spdlog::info("{} already done ({}), skipped", tg, to_string(now.result->status));
+        return {attempt_kind::done_elsewhere, *now.result};
+    }
+    if (stored_finished && now.config_yaml != config_yaml) {
+        const std::string diffs = differences_text(config_differences(now.config_yaml, config_yaml));
+        if (!opt_.overwrite)
+            throw config_error(
+                fmt::format("{}: finished (by another process) with another configuration: {}; it is not overwritten. "
+                            "Use another --out, or --overwrite to retrain it",
+                            dir, diffs));
+        spdlog::warn("{} finished with another configuration ({}); retrained (--overwrite)", tg, diffs);
+    } else if (now.state == run_dir_state::damaged) {
+        spdlog::warn("{} {}; it is not counted as finished and is trained again", tg, now.problem);
     }
     const int steps = point.config.train.steps;
     const std::string state_path = dir + "/" + resume_filename;
@@ -391,35 +424,56 @@ attempt sweep_runner::train_one(std::size_t i) {
     return {attempt_kind::trained, res};
 }
 
+// The next run for a worker: the queue in spec order, then the runs put off
+// because another process held them (`wait`: this time their lock is waited for).
+bool sweep_runner::next_run(std::size_t& i, bool& wait) {
+    const std::size_t q = next_.fetch_add(1);
+    if (q < queue_.size()) {
+        i = queue_[q];
+        wait = false;
+        return true;
+    }
+    std::lock_guard<std::mutex> g(mu_);
+    if (deferred_.empty()) return false;
+    i = deferred_.front();
+    deferred_.erase(deferred_.begin());
+    wait = true;
+    return true;
+}
+
+void sweep_runner::record(std::size_t i, const attempt& a) {
+    switch (a.kind) {
+        case attempt_kind::interrupted: out_.interrupted = true; return;
+        case attempt_kind::stopped_waiting:
+            ++out_.busy;
+            out_.interrupted = true;
+            return;
+        case attempt_kind::busy: deferred_.push_back(i); return;
+        case attempt_kind::done_elsewhere:
+            results_[i] = a.result;
+            ++out_.skipped;
+            break;
+        case attempt_kind::trained:
+            results_[i] = a.result;
+            trained_s_ += a.result.wall_s;
+            ++trained_;
+            ++(a.result.status == run_status::diverged ? out_.diverged : out_.ok);
+            break;
+    }
+    write_summary();
+    log_progress();
+}
+
 void sweep_runner::worker() {
     omp_set_num_threads(per_run_threads_);  // per calling thread: this worker's runs
     try {
-        for (;;) {
-            if (stop_->load()) return;
-            const std::size_t q = next_.fetch_add(1);
-            if (q >= queue_.size()) return;
-            const std::size_t i = queue_[q];
-            const attempt a = train_one(i);
+        std::size_t i = 0;
+        bool wait = false;
+        while (!stop_->load() && next_run(i, wait)) {
+            const attempt a = train_one(i, wait);
             std::lock_guard<std::mutex> g(mu_);
-            switch (a.kind) {
-                case attempt_kind::interrupted: out_.interrupted = true; return;
-                case attempt_kind::busy:
-                    busy_.push_back(i);
-                    ++out_.busy;
-                    break;
-                case attempt_kind::done_elsewhere:
-                    results_[i] = a.result;
-                    ++out_.skipped;
-                    break;
-                case attempt_kind::trained:
-                    results_[i] = a.result;
-                    trained_s_ += a.result.wall_s;
-                    ++trained_;
-                    ++(a.result.status == run_status::diverged ? out_.diverged : out_.ok);
-                    break;
-            }
-            write_summary();
-            log_progress();
+            record(i, a);
+            if (a.kind == attempt_kind::interrupted || a.kind == attempt_kind::stopped_waiting) return;
         }
     } catch (...) {
         std::lock_guard<std::mutex> g(mu_);
@@ -469,6 +523,76 @@ void sweep_runner::check_memory() const {
     throw config_error(msg);
 }
 
+// This shard's runs: the finished ones are skipped, the others queued in spec
+// order. A finished run whose stored configuration differs from the spec's
+// refuses the sweep, before anything is written, unless --overwrite.
+void sweep_runner::scan_runs() {
+    results_.assign(spec_.runs.size(), std::nullopt);
+    std::vector<std::string> changed;  // "<run dir>: <keys>"
+    for (std::size_t i = 0; i < spec_.runs.size(); ++i) {
+        if (!opt_.shard.owns(i)) continue;
+        ++out_.total;
+        const std::string config_yaml = run_config_to_yaml(spec_.runs[i].config);
+        const run_dir_check c = check_run_dir(run_dir(i));
+        const bool same = c.config_yaml == config_yaml;
+        if (c.state == run_dir_state::finished && same) {
+            spdlog::info("{} already done ({}), skipped", tag(i), to_string(c.result->status));
+            results_[i] = *c.result;
+            ++out_.skipped;
+            continue;
+        }
+        queue_.push_back(i);
+        if (c.state == run_dir_state::absent) continue;
+        const std::string diffs = same ? "" : differences_text(config_differences(c.config_yaml, config_yaml));
+        if (c.state == run_dir_state::unfinished && !same)
+            spdlog::warn("{} unfinished, with another configuration in its config.yaml ({}); it is trained anew",
+                         tag(i), diffs);
+        else if (c.state == run_dir_state::damaged && same)
+            spdlog::warn("{} {}; it is not counted as finished and is trained again", tag(i), c.problem);
+        else if (!same)
+            changed.push_back(fmt::format("{}: {}", run_dir(i), diffs));
+    }
+    if (changed.empty()) return;
+    if (opt_.overwrite) {
+        spdlog::warn("--overwrite: {} finished run{} with another configuration will be trained again:", changed.size(),
+                     changed.size() == 1 ? "" : "s");
+        for (const auto& c : changed) spdlog::warn("  {}", c);
+        return;
+    }
+    std::string list;
+    for (const auto& c : changed) list += "\n  " + c;
+    throw config_error(fmt::format(
+        "{} finished run{} in {} would be replaced: the spec or --set now gives {} another configuration than "
+        "the config.yaml {} trained with:{}\nNothing was trained. Use another --out to keep both, or --overwrite "
+        "to retrain {}",
+        changed.size(), changed.size() == 1 ? "" : "s", out_.dir, changed.size() == 1 ? "it" : "them",
+        changed.size() == 1 ? "it was" : "they were", list, changed.size() == 1 ? "it" : "them"));
+}
+
+// Joins the processes writing the folder (sweep_membership): refused, unless
+// --overwrite, when another one runs another spec or other --set there; then
+// this spec becomes the folder's spec.yaml. Stale temporaries of killed
+// processes of this host are removed.
+void sweep_runner::claim_folder() {
+    membership_ = std::make_unique<sweep_membership>(out_.dir);
+    sweep_membership& member = *membership_;
+    if (const int n = remove_stale_temporaries(out_.dir); n > 0)
+        spdlog::info("removed {} temporary file{} of killed processes in {}", n, n == 1 ? "" : "s", out_.dir);
+    if (member.others_present()) {
+        const std::string diff = spec_as_run_difference(out_.dir, spec_);
+        if (!diff.empty() && !opt_.overwrite)
+            throw config_error(fmt::format(
+                "{} is being written by another attnlab run with {}; nothing was trained. Wait for it to end, "
+                "use another --out, or --overwrite",
+                out_.dir, diff));
+        if (!diff.empty())
+            spdlog::warn("{} is being written by another attnlab run with {}; going ahead (--overwrite)", out_.dir,
+                         diff);
+    }
+    write_spec_as_run(out_.dir, spec_);
+    member.join();  // held until the sweep ends
+}
+
 sweep_outcome sweep_runner::run() {
     if (opt_.out_root.empty()) throw config_error("--out: the output directory must not be empty");
     if (opt_.jobs < 1) throw config_error("--jobs: expected at least 1, got " + std::to_string(opt_.jobs));
@@ -486,24 +610,12 @@ sweep_outcome sweep_runner::run() {
     per_run_threads_ = std::max(1, total_threads / opt_.jobs);
     const int eigen_threads = opt_.jobs > 1 ? 1 : opt_.threads;
 
-    // This shard's runs: the done ones are skipped now, the others queued in spec order.
-    results_.assign(spec_.runs.size(), std::nullopt);
-    for (std::size_t i = 0; i < spec_.runs.size(); ++i) {
-        if (!opt_.shard.owns(i)) continue;
-        ++out_.total;
-        if (auto r = finished_run_result(run_dir(i), run_config_to_yaml(spec_.runs[i].config))) {
-            spdlog::info("{} already done ({}), skipped", tag(i), to_string(r->status));
-            results_[i] = *r;
-            ++out_.skipped;
-        } else {
-            queue_.push_back(i);
-        }
-    }
+    scan_runs();
     check_memory();  // before anything is written
 
     make_dirs(out_.dir + "/runs");
     make_dirs(summary_dir());
-    write_spec_as_run(out_.dir, spec_);
+    claim_folder();
     if (eigen_threads > 0) Eigen::setNbThreads(eigen_threads);
     const int workers = static_cast<int>(std::min<std::size_t>(opt_.jobs, queue_.size()));
     std::string share;
@@ -523,23 +635,20 @@ sweep_outcome sweep_runner::run() {
     omp_set_num_threads(caller_omp);
     if (eigen_threads > 0) Eigen::setNbThreads(caller_eigen);
     if (error_) std::rethrow_exception(error_);
+    if (!deferred_.empty()) {  // stopped before their turn came
+        out_.busy += static_cast<int>(deferred_.size());
+        out_.interrupted = true;
+    }
     if (stop_->load() && out_.skipped + out_.ok + out_.diverged + out_.busy < out_.total) out_.interrupted = true;
 
-    // Runs another process held may be done by now.
-    for (std::size_t i : busy_)
-        if (auto r = finished_run_result(run_dir(i), run_config_to_yaml(spec_.runs[i].config))) {
-            results_[i] = *r;
-            --out_.busy;
-            ++out_.skipped;
-        }
     write_summary();
     spdlog::info("{}: {} runs ({} trained ok, {} diverged, {} skipped as done) in {}; summary in {}", spec_.name,
                  out_.total, out_.ok, out_.diverged, out_.skipped, duration_text(seconds_since(sweep_t0_)),
                  out_.summary_path);
     if (out_.busy > 0)
         spdlog::warn(
-            "{} runs were being trained by another process and are not in this summary; "
-            "`attnlab summarize {}` collects them when it is done",
+            "{} runs were being trained by another process when this one was stopped and are not in this "
+            "summary; `attnlab summarize {}` collects them when they are done",
             out_.busy, out_.dir);
     if (opt_.shard.sharded() && !out_.interrupted)
         spdlog::info(

@@ -3,12 +3,14 @@
 #include "attnlab/run/sweep_dir.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <set>
 #include <sys/file.h>
 #include <thread>
@@ -18,6 +20,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "attnlab/io/files.hpp"
+#include "attnlab/run/run_check.hpp"
 #include "attnlab/run/summary.hpp"
 #include "attnlab/train/checkpoint.hpp"
 #include "attnlab/util/error.hpp"
@@ -25,6 +28,35 @@
 namespace attnlab {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// Backslashes and control characters as escapes: the text stays on one line.
+std::string header_escaped(const std::string& text) {
+    std::string out;
+    for (const char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '\\')
+            out += "\\\\";
+        else if (c == '\n')
+            out += "\\n";
+        else if (c == '\r')
+            out += "\\r";
+        else if (u < 0x20 || u == 0x7f)
+            out += fmt::format("\\x{:02x}", u);
+        else
+            out += c;
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string spec_header(const experiment_spec& spec) {
+    std::string header = "# attnlab " ATTNLAB_VERSION ": spec " + spec.path + " as run";
+    for (const auto& s : spec.set_overrides) header += " --set " + s;
+    return header_escaped(header);
+}
 
 void write_spec_as_run(const std::string& dir, const experiment_spec& spec) {
     YAML::Emitter list;
@@ -35,9 +67,7 @@ void write_spec_as_run(const std::string& dir, const experiment_spec& spec) {
     write_file_atomic(dir + "/overrides.yaml", std::string("# --set overrides of the run of spec.yaml; "
                                                            "attnlab summarize applies them\n") +
                                                    (spec.set_overrides.empty() ? "[]" : list.c_str()) + "\n");
-    std::string header = "# attnlab " ATTNLAB_VERSION ": spec " + spec.path + " as run";
-    for (const auto& s : spec.set_overrides) header += " --set " + s;
-    write_file_atomic(dir + "/spec.yaml", header + "\n" + spec.source_text);
+    write_file_atomic(dir + "/spec.yaml", spec_header(spec) + "\n" + spec.source_text);
 }
 
 namespace {
@@ -78,7 +108,10 @@ std::vector<std::string> read_overrides(const std::string& path) {
 experiment_spec load_spec_as_run(const std::string& dir) {
     const std::string spec_path = dir + "/spec.yaml";
     std::error_code ec;
-    if (!fs::is_directory(dir, ec)) throw config_error(dir + ": no such directory");
+    if (!fs::is_directory(dir, ec))
+        throw config_error(
+            dir + ": " +
+            (ec && ec != std::errc::no_such_file_or_directory ? ec.message() : std::string("no such directory")));
     if (!fs::is_regular_file(spec_path, ec))
         throw config_error(dir + ": no spec.yaml (not a results directory written by attnlab run)");
     const std::string text = read_file(spec_path);
@@ -89,19 +122,13 @@ experiment_spec load_spec_as_run(const std::string& dir) {
 }
 
 std::optional<run_result> finished_run_result(const std::string& run_dir, const std::string& config_yaml) {
-    const std::string cfg_path = run_dir + "/config.yaml";
-    std::error_code ec;
-    if (!fs::exists(cfg_path, ec)) return std::nullopt;
-    try {
-        // Read the result first: a concurrent redo removes result.yaml before it rewrites config.yaml.
-        auto r = read_run_result(run_dir + "/result.yaml");
-        if (!r || r->status == run_status::interrupted) return std::nullopt;
-        if (read_file(cfg_path) != config_yaml) return std::nullopt;
-        return r;
-    } catch (const io_error& e) {  // a malformed result (a crash mid-write by an older version): redo the run
-        spdlog::warn("{}; the run will be redone", e.what());
+    const run_dir_check c = check_run_dir(run_dir);
+    if (c.state == run_dir_state::damaged) {
+        spdlog::warn("{}; the run is not counted as finished", c.problem);
         return std::nullopt;
     }
+    if (c.state != run_dir_state::finished || c.config_yaml != config_yaml) return std::nullopt;
+    return c.result;
 }
 
 bool run_locked_elsewhere(const std::string& run_dir) {
@@ -117,42 +144,124 @@ std::string unfinished_reason(const std::string& run_dir, const std::string& con
     std::error_code ec;
     if (!fs::is_directory(run_dir, ec)) return "not started";
     if (run_locked_elsewhere(run_dir)) return "being trained by another process";
-    if (!fs::exists(run_dir + "/config.yaml", ec)) return "not started (no config.yaml)";
-    try {
-        if (read_file(run_dir + "/config.yaml") != config_yaml)
-            return "config.yaml differs from the spec's (trained with another spec or --set)";
-        const auto r = read_run_result(run_dir + "/result.yaml");
-        if (!r) {
+    const run_dir_check c = check_run_dir(run_dir);
+    switch (c.state) {
+        case run_dir_state::absent: return "not started (no config.yaml)";
+        case run_dir_state::damaged: return c.problem;
+        case run_dir_state::finished:
+        case run_dir_state::unfinished:
+            if (c.config_yaml != config_yaml)
+                return "config.yaml differs from the spec's (trained with another spec or --set: " +
+                       differences_text(config_differences(c.config_yaml, config_yaml)) + ")";
+            if (c.state == run_dir_state::finished) return "done";
             if (fs::exists(run_dir + "/" + resume_filename, ec))
                 return std::string("stopped mid-way: ") + resume_filename + " saved, `attnlab run` resumes it";
             return "unfinished: no result.yaml (interrupted or killed)";
-        }
-        if (r->status == run_status::interrupted) return "interrupted";
-    } catch (const io_error& e) {
-        return e.what();
     }
     return "done";
 }
 
-run_lock::run_lock(const std::string& run_dir) {
-    const std::string path = run_dir + "/.lock";
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) throw io_error("cannot open " + path + ": " + std::strerror(errno));
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        const int err = errno;
-        ::close(fd);
-        if (err == EWOULDBLOCK) return;
-        throw io_error("cannot lock " + path + ": " + std::strerror(err));
+run_lock::run_lock(const std::string& run_dir) : path_(run_dir + "/.lock") {
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw io_error("cannot open " + path_ + ": " + std::strerror(errno));
+    owned_ = try_lock();
+}
+
+bool run_lock::try_lock() {
+    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return true;
+    const int err = errno;
+    if (err == EWOULDBLOCK || err == EINTR) return false;
+    throw io_error("cannot lock " + path_ + ": " + std::strerror(err));
+}
+
+bool run_lock::wait(const std::atomic<bool>* stop) {
+    // Polled rather than blocking in flock(2), so a stop request is seen at once.
+    while (!owned_) {
+        if (stop && stop->load()) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        owned_ = try_lock();
     }
-    fd_ = fd;
+    return true;
 }
 
 run_lock::~run_lock() {
     if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
 }
 
+namespace {
+
+int open_lock_file(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) throw io_error("cannot open " + path + ": " + std::strerror(errno));
+    return fd;
+}
+
+void flock_or_throw(int fd, int op, const std::string& path) {
+    while (::flock(fd, op) != 0)
+        if (errno != EINTR) throw io_error("cannot lock " + path + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+sweep_membership::sweep_membership(const std::string& dir) : dir_(dir) {
+    entry_fd_ = open_lock_file(dir + "/.lock");
+    flock_or_throw(entry_fd_, LOCK_EX, dir + "/.lock");  // held for a moment by each joining process
+    users_fd_ = open_lock_file(dir + "/.users");
+    if (::flock(users_fd_, LOCK_EX | LOCK_NB) == 0) return;  // nobody else: converted to shared by join()
+    if (errno != EWOULDBLOCK) throw io_error("cannot lock " + dir + "/.users: " + std::strerror(errno));
+    others_ = true;
+}
+
+void sweep_membership::join() {
+    flock_or_throw(users_fd_, LOCK_SH, dir_ + "/.users");
+    ::close(entry_fd_);
+    entry_fd_ = -1;
+}
+
+sweep_membership::~sweep_membership() {
+    if (entry_fd_ >= 0) ::close(entry_fd_);
+    if (users_fd_ >= 0) ::close(users_fd_);
+}
+
+std::string spec_as_run_difference(const std::string& dir, const experiment_spec& spec) {
+    const std::string spec_path = dir + "/spec.yaml";
+    std::error_code ec;
+    if (!fs::exists(spec_path, ec)) return "";
+    std::string text = read_file(spec_path);
+    const std::string source = text.substr(std::min(text.size(), text.find('\n') + 1));
+    const std::string overrides_path = dir + "/overrides.yaml";
+    std::vector<std::string> overrides;
+    try {
+        overrides = fs::exists(overrides_path, ec) ? read_overrides(overrides_path) : overrides_from_header(text);
+    } catch (const io_error& e) {
+        return e.what();
+    }
+    if (source == spec.source_text && overrides == spec.set_overrides) return "";
+    std::string what = overrides == spec.set_overrides ? "another spec" : "other --set overrides";
+    try {
+        const experiment_spec stored = load_spec_as_run(dir);
+        std::map<std::string, std::string> ours;
+        for (const auto& p : spec.runs) ours[p.id] = run_config_to_yaml(p.config);
+        std::map<std::string, std::vector<std::string>> runs_by_change;  // change -> run ids
+        for (const auto& p : stored.runs) {
+            const auto it = ours.find(p.id);
+            if (it == ours.end()) continue;
+            const auto diffs = config_differences(run_config_to_yaml(p.config), it->second);
+            if (!diffs.empty()) runs_by_change[differences_text(diffs)].push_back(p.id);
+        }
+        for (const auto& [change, ids] : runs_by_change)
+            what += fmt::format("; {} in {} run{} ({}{})", change, ids.size(), ids.size() == 1 ? "" : "s", ids.front(),
+                                ids.size() > 1 ? ", ..." : "");
+    } catch (const std::exception&) {
+        // spec.yaml no longer loads: the text difference alone is reported
+    }
+    return what;
+}
+
 summarize_outcome summarize_sweep_dir(const std::string& dir) {
     const experiment_spec spec = load_spec_as_run(dir);
+    if (const int n = remove_stale_temporaries(dir); n > 0)
+        spdlog::info("removed {} temporary file{} of killed processes in {}", n, n == 1 ? "" : "s", dir);
     summarize_outcome out;
     out.total = static_cast<int>(spec.runs.size());
     std::vector<summary_entry> entries;
@@ -161,8 +270,9 @@ summarize_outcome summarize_sweep_dir(const std::string& dir) {
         ids.insert(point.id);
         const std::string run_dir = dir + "/runs/" + point.id;
         const std::string config_yaml = run_config_to_yaml(point.config);
-        if (auto r = finished_run_result(run_dir, config_yaml)) {
-            entries.push_back({&point, *r});
+        const run_dir_check c = check_run_dir(run_dir);
+        if (c.state == run_dir_state::finished && c.config_yaml == config_yaml) {
+            entries.push_back({&point, *c.result});
             ++out.found;
         } else {
             out.missing.emplace_back(point.id, unfinished_reason(run_dir, config_yaml));

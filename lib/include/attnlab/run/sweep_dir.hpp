@@ -13,6 +13,7 @@
 // one the spec gives it; result.yaml is written last, atomically, so no
 // half-written run is ever taken as done (see runner.hpp).
 #pragma once
+#include <atomic>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,11 @@
 #include "attnlab/train/trainer.hpp"
 
 namespace attnlab {
+
+// spec.yaml's first line: "# attnlab V: spec PATH as run --set K=V ...", with
+// backslashes and control characters of the path and overrides escaped (\\,
+// \n, \r, \xHH) so that it stays one comment line whatever the file's name.
+std::string spec_header(const experiment_spec& spec);
 
 // Writes <dir>/overrides.yaml, then <dir>/spec.yaml: the spec as run.
 void write_spec_as_run(const std::string& dir, const experiment_spec& spec);
@@ -43,24 +49,57 @@ std::optional<run_result> finished_run_result(const std::string& run_dir, const 
 std::string unfinished_reason(const std::string& run_dir, const std::string& config_yaml);
 
 // Exclusive right to write one run directory, between processes: flock(2) on
-// <run_dir>/.lock, taken without waiting and released by the destructor or
-// when the process dies (SIGKILL included), so a killed run never leaves a
-// stale lock. Shards own disjoint runs by construction; the lock guards
-// against overlapping invocations (the same spec run twice at once, shards
-// of different N). flock works between processes of one machine and, on
-// Linux, over NFSv4; on filesystems without it (Lustre without -o flock)
-// only the sharding keeps runs apart.
+// <run_dir>/.lock, tried at construction without waiting (wait() waits for
+// it) and released by the destructor or when the process dies (SIGKILL
+// included), so a killed run never leaves a stale lock. Shards own disjoint
+// runs by construction; the lock guards against overlapping invocations (the
+// same spec run twice at once, shards of different N). flock works between
+// processes of one machine and, on Linux, over NFSv4; on filesystems without
+// it (Lustre without -o flock) only the sharding keeps runs apart.
 class run_lock {
 public:
     explicit run_lock(const std::string& run_dir);  // creates <run_dir>/.lock if needed
     ~run_lock();
     run_lock(const run_lock&) = delete;
     run_lock& operator=(const run_lock&) = delete;
-    bool owned() const { return fd_ >= 0; }  // false: another process holds it
+    bool owned() const { return owned_; }  // false: another process holds it
+    // Waits until the lock is ours (true) or *stop is set (false).
+    bool wait(const std::atomic<bool>* stop);
 
 private:
+    bool try_lock();
+    std::string path_;
     int fd_ = -1;
+    bool owned_ = false;
 };
+// Membership of the `attnlab run` processes writing one results directory:
+// each holds a shared flock on <dir>/.users for its lifetime. The constructor
+// waits for <dir>/.lock (held by one joining process at a time, briefly) and
+// learns whether another live process is a member; the caller compares its
+// spec with the directory's spec.yaml, writes its own, then join()s, which
+// releases <dir>/.lock. So two processes with different specs for one folder
+// cannot both go ahead (docs/outputs-policy.md, "Runs are never lost").
+class sweep_membership {
+public:
+    explicit sweep_membership(const std::string& dir);
+    ~sweep_membership();
+    sweep_membership(const sweep_membership&) = delete;
+    sweep_membership& operator=(const sweep_membership&) = delete;
+    bool others_present() const { return others_; }
+    void join();
+
+private:
+    std::string dir_;
+    int entry_fd_ = -1, users_fd_ = -1;
+    bool others_ = false;
+};
+
+// What differs between the spec `spec` and the spec as run in <dir>
+// (spec.yaml's text and overrides.yaml): empty when they are the same; else
+// a text naming the changed keys of the runs both have, e.g.
+// "train.steps 3000 -> 300 in 8 runs (seed=0, ...)".
+std::string spec_as_run_difference(const std::string& dir, const experiment_spec& spec);
+
 // True when another process holds the run's lock (it is training the run).
 bool run_locked_elsewhere(const std::string& run_dir);
 
