@@ -31,6 +31,7 @@
 #include "attnlab/run/run_check.hpp"
 #include "attnlab/run/summary.hpp"
 #include "attnlab/run/sweep_dir.hpp"
+#include "attnlab/run/sweep_guard.hpp"
 #include "attnlab/train/checkpoint.hpp"
 #include "attnlab/train/trainer.hpp"
 #include "attnlab/util/error.hpp"
@@ -248,8 +249,6 @@ private:
     void record(std::size_t i, const attempt& a);  // under mu_
     attempt train_one(std::size_t i, bool wait);
     void check_memory() const;
-    void scan_runs();
-    void claim_folder();
 };
 
 void sweep_runner::write_summary() {
@@ -523,76 +522,6 @@ void sweep_runner::check_memory() const {
     throw config_error(msg);
 }
 
-// This shard's runs: the finished ones are skipped, the others queued in spec
-// order. A finished run whose stored configuration differs from the spec's
-// refuses the sweep, before anything is written, unless --overwrite.
-void sweep_runner::scan_runs() {
-    results_.assign(spec_.runs.size(), std::nullopt);
-    std::vector<std::string> changed;  // "<run dir>: <keys>"
-    for (std::size_t i = 0; i < spec_.runs.size(); ++i) {
-        if (!opt_.shard.owns(i)) continue;
-        ++out_.total;
-        const std::string config_yaml = run_config_to_yaml(spec_.runs[i].config);
-        const run_dir_check c = check_run_dir(run_dir(i));
-        const bool same = c.config_yaml == config_yaml;
-        if (c.state == run_dir_state::finished && same) {
-            spdlog::info("{} already done ({}), skipped", tag(i), to_string(c.result->status));
-            results_[i] = *c.result;
-            ++out_.skipped;
-            continue;
-        }
-        queue_.push_back(i);
-        if (c.state == run_dir_state::absent) continue;
-        const std::string diffs = same ? "" : differences_text(config_differences(c.config_yaml, config_yaml));
-        if (c.state == run_dir_state::unfinished && !same)
-            spdlog::warn("{} unfinished, with another configuration in its config.yaml ({}); it is trained anew",
-                         tag(i), diffs);
-        else if (c.state == run_dir_state::damaged && same)
-            spdlog::warn("{} {}; it is not counted as finished and is trained again", tag(i), c.problem);
-        else if (!same)
-            changed.push_back(fmt::format("{}: {}", run_dir(i), diffs));
-    }
-    if (changed.empty()) return;
-    if (opt_.overwrite) {
-        spdlog::warn("--overwrite: {} finished run{} with another configuration will be trained again:", changed.size(),
-                     changed.size() == 1 ? "" : "s");
-        for (const auto& c : changed) spdlog::warn("  {}", c);
-        return;
-    }
-    std::string list;
-    for (const auto& c : changed) list += "\n  " + c;
-    throw config_error(fmt::format(
-        "{} finished run{} in {} would be replaced: the spec or --set now gives {} another configuration than "
-        "the config.yaml {} trained with:{}\nNothing was trained. Use another --out to keep both, or --overwrite "
-        "to retrain {}",
-        changed.size(), changed.size() == 1 ? "" : "s", out_.dir, changed.size() == 1 ? "it" : "them",
-        changed.size() == 1 ? "it was" : "they were", list, changed.size() == 1 ? "it" : "them"));
-}
-
-// Joins the processes writing the folder (sweep_membership): refused, unless
-// --overwrite, when another one runs another spec or other --set there; then
-// this spec becomes the folder's spec.yaml. Stale temporaries of killed
-// processes of this host are removed.
-void sweep_runner::claim_folder() {
-    membership_ = std::make_unique<sweep_membership>(out_.dir);
-    sweep_membership& member = *membership_;
-    if (const int n = remove_stale_temporaries(out_.dir); n > 0)
-        spdlog::info("removed {} temporary file{} of killed processes in {}", n, n == 1 ? "" : "s", out_.dir);
-    if (member.others_present()) {
-        const std::string diff = spec_as_run_difference(out_.dir, spec_);
-        if (!diff.empty() && !opt_.overwrite)
-            throw config_error(fmt::format(
-                "{} is being written by another attnlab run with {}; nothing was trained. Wait for it to end, "
-                "use another --out, or --overwrite",
-                out_.dir, diff));
-        if (!diff.empty())
-            spdlog::warn("{} is being written by another attnlab run with {}; going ahead (--overwrite)", out_.dir,
-                         diff);
-    }
-    write_spec_as_run(out_.dir, spec_);
-    member.join();  // held until the sweep ends
-}
-
 sweep_outcome sweep_runner::run() {
     if (opt_.out_root.empty()) throw config_error("--out: the output directory must not be empty");
     if (opt_.jobs < 1) throw config_error("--jobs: expected at least 1, got " + std::to_string(opt_.jobs));
@@ -610,12 +539,21 @@ sweep_outcome sweep_runner::run() {
     per_run_threads_ = std::max(1, total_threads / opt_.jobs);
     const int eigen_threads = opt_.jobs > 1 ? 1 : opt_.threads;
 
-    scan_runs();
+    // This shard's runs: the finished ones are skipped, the others queued in spec order (or refused).
+    results_.assign(spec_.runs.size(), std::nullopt);
+    std::vector<std::size_t> owned;
+    for (std::size_t i = 0; i < spec_.runs.size(); ++i)
+        if (opt_.shard.owns(i)) owned.push_back(i);
+    out_.total = static_cast<int>(owned.size());
+    sweep_scan scan = scan_sweep_runs(spec_, out_.dir, owned, opt_.overwrite, [this](std::size_t i) { return tag(i); });
+    for (auto& [i, r] : scan.done) results_[i] = r;
+    out_.skipped = static_cast<int>(scan.done.size());
+    queue_ = std::move(scan.to_train);
     check_memory();  // before anything is written
 
     make_dirs(out_.dir + "/runs");
     make_dirs(summary_dir());
-    claim_folder();
+    membership_ = claim_sweep_dir(out_.dir, spec_, opt_.overwrite);
     if (eigen_threads > 0) Eigen::setNbThreads(eigen_threads);
     const int workers = static_cast<int>(std::min<std::size_t>(opt_.jobs, queue_.size()));
     std::string share;
