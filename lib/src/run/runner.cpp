@@ -338,14 +338,12 @@ attempt sweep_runner::train_one(std::size_t i, bool wait) {
                             "Use another --out, or --overwrite to retrain it",
                             dir, diffs));
         spdlog::warn("{} finished with another configuration ({}); retrained (--overwrite)", tg, diffs);
-    } else if (now.state == run_dir_state::damaged) {
-        spdlog::warn("{} {}; it is not counted as finished and is trained again", tg, now.problem);
-    }
+    }  // a damaged run with this config was named by the scan: it is trained again
     const int steps = point.config.train.steps;
     const std::string state_path = dir + "/" + resume_filename;
     const std::optional<train_state> resume = resumable_state(dir, config_yaml, point.config, tg);
     if (resume) {
-        fs::remove(dir + "/result.yaml");
+        remove_or_throw(dir + "/result.yaml");
         remove_temporaries(dir);
         spdlog::info("{} training {} steps, resumed after step {} from {}", tg, steps, resume->step, state_path);
         if (resume->threads != per_run_threads_)
@@ -554,6 +552,7 @@ sweep_outcome sweep_runner::run() {
     make_dirs(out_.dir + "/runs");
     make_dirs(summary_dir());
     membership_ = claim_sweep_dir(out_.dir, spec_, opt_.overwrite);
+    for (const auto& note : scan.notes) spdlog::warn("{}", note);
     if (eigen_threads > 0) Eigen::setNbThreads(eigen_threads);
     const int workers = static_cast<int>(std::min<std::size_t>(opt_.jobs, queue_.size()));
     std::string share;

@@ -13,7 +13,6 @@ sweep_scan scan_sweep_runs(const experiment_spec& spec, const std::string& dir, 
                            bool overwrite, const std::function<std::string(std::size_t)>& tag) {
     sweep_scan scan;
     std::vector<std::string> changed;  // "<run dir>: <keys>"
-    std::vector<std::string> notes;    // warnings about the runs to train, given unless the sweep is refused
     for (const std::size_t i : runs) {
         const std::string run_dir = dir + "/runs/" + spec.runs[i].id;
         const std::string config_yaml = run_config_to_yaml(spec.runs[i].config);
@@ -28,11 +27,11 @@ sweep_scan scan_sweep_runs(const experiment_spec& spec, const std::string& dir, 
         if (c.state == run_dir_state::absent) continue;
         const std::string diffs = same ? "" : differences_text(config_differences(c.config_yaml, config_yaml));
         if (c.state == run_dir_state::unfinished && !same)
-            notes.push_back(
+            scan.notes.push_back(
                 fmt::format("{} unfinished, with another configuration in its config.yaml ({}); it is trained anew",
                             tag(i), diffs));
         else if (c.state == run_dir_state::damaged && same)
-            notes.push_back(
+            scan.notes.push_back(
                 fmt::format("{} {}; it is not counted as finished and is trained again", tag(i), c.problem));
         else if (!same)
             changed.push_back(fmt::format("{}: {}", run_dir, diffs));
@@ -48,7 +47,6 @@ sweep_scan scan_sweep_runs(const experiment_spec& spec, const std::string& dir, 
             changed.size(), one ? "" : "s", dir, one ? "it" : "them", one ? "it was" : "they were", list,
             one ? "it" : "them"));
     }
-    for (const auto& n : notes) spdlog::warn("{}", n);
     if (changed.empty()) return scan;
     spdlog::warn("--overwrite: {} finished run{} with another configuration will be trained again:", changed.size(),
                  one ? "" : "s");

@@ -18,13 +18,15 @@ namespace attnlab {
 struct sweep_scan {
     std::vector<std::pair<std::size_t, run_result>> done;  // finished with the spec's configuration
     std::vector<std::size_t> to_train;                     // the others, in spec order
+    std::vector<std::string>
+        notes;  // warnings about runs to train (another config, damaged), once the sweep goes ahead
 };
 
 // Reads the folder of each of `runs` (spec indices) under <dir>/runs/. A
 // finished run whose config.yaml differs from the spec's is a config_error
 // naming every such run and the keys that differ, unless `overwrite` (then a
 // warning lists them); unfinished runs with another configuration and damaged
-// runs are named in warnings. `tag(i)` prefixes the messages of run i.
+// runs are named in `notes`. `tag(i)` prefixes the messages of run i.
 sweep_scan scan_sweep_runs(const experiment_spec& spec, const std::string& dir, const std::vector<std::size_t>& runs,
                            bool overwrite, const std::function<std::string(std::size_t)>& tag);
 
