@@ -210,7 +210,10 @@ TEST_CASE("a run another process holds is waited for, and trained when that proc
     wait_until(second, [&] { return file_has(second.err_file, "waiting for the other process"); });
     ::kill(first.pid, SIGKILL);
     CHECK(wait_for(first, std::chrono::seconds(10)) == 128 + SIGKILL);
-    wait_until(second, [&] { return file_has(run / "metrics.csv", "\n300,test"); });  // it trains
+    // It trains: its own rows (the killed process's metrics.csv is replaced when the run starts again).
+    wait_until(second, [&] {
+        return file_has(second.err_file, "training 200000 steps") && file_has(run / "metrics.csv", "\n300,test");
+    });
     ::kill(second.pid, SIGTERM);
     CHECK(wait_for(second, std::chrono::seconds(60)) == 143);
     const std::string err = read_text(second.err_file);
