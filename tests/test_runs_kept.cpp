@@ -49,31 +49,7 @@ std::string with_steps(const std::string& steps) {
     return text.replace(at, 9, "steps: " + steps);
 }
 
-// Every file under `dir` with its bytes (the lock files are empty).
-std::map<std::string, std::string> snapshot(const fs::path& dir) {
-    std::map<std::string, std::string> files;
-    for (const auto& e : fs::recursive_directory_iterator(dir))
-        if (e.is_regular_file()) files[fs::relative(e.path(), dir).string()] = read_text(e.path());
-    return files;
-}
-
 std::size_t lines_in(const fs::path& p) { return lines_of(read_text(p)).size(); }
-
-// Waits (at most 60 s) until `ready` holds; fails if the child ends first.
-void wait_until(const child& c, const std::function<bool()>& ready) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!ready()) {
-        int status = 0;
-        if (::waitpid(c.pid, &status, WNOHANG) == c.pid)
-            FAIL("attnlab ended early with code " << exit_code_of(status) << ":\n" << read_text(c.err_file));
-        if (std::chrono::steady_clock::now() > deadline) {
-            ::kill(c.pid, SIGKILL);
-            ::waitpid(c.pid, nullptr, 0);
-            FAIL("attnlab did not get there within 60 s:\n" << read_text(c.err_file));
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-}
 
 bool file_has(const fs::path& p, const std::string& what) {
     std::error_code ec;
@@ -179,14 +155,14 @@ TEST_CASE("a second process with another configuration on the same folder is ref
     temp_dir tmp;
     const fs::path spec = tmp / "kept.yaml";
     write_text(spec, with_steps("200000"));
-    const child first = spawn({"run", spec.string(), "--out", (tmp / "out").string(), "--threads", "1"}, tmp.path());
+    child_process first({"run", spec.string(), "--out", (tmp / "out").string(), "--threads", "1"}, tmp.path());
     const fs::path res = tmp / "out" / "kept";
-    wait_until(first, [&] { return file_has(res / "runs" / ids[0] / "metrics.csv", "\n100,test"); });
+    first.wait_until([&] { return file_has(res / "runs" / ids[0] / "metrics.csv", "\n100,test"); });
 
     const auto second = run_cli({"run", spec.string(), "--out", (tmp / "out").string(), "--set", "train.steps=300"});
     const auto spec_yaml = read_text(res / "spec.yaml");
-    ::kill(first.pid, SIGTERM);
-    CHECK(wait_for(first, std::chrono::seconds(60)) == 143);
+    first.send(SIGTERM);
+    CHECK(first.wait().code == 143);
     CHECK(second.code == 2);
     CHECK_THAT(second.err, Contains(res.string() + " is being written by another attnlab run with other --set "
                                                    "overrides; train.steps 200000 -> 300 in 2 runs"));
@@ -201,23 +177,24 @@ TEST_CASE("a run another process holds is waited for, and trained when that proc
     std::string text = with_steps("200000");
     text.replace(text.find("seeds: [0, 1]"), 13, "seeds: [0]");
     write_text(spec, text);
-    const child first = spawn({"run", spec.string(), "--out", (tmp / "out").string(), "--threads", "1"}, tmp.path());
+    child_process first({"run", spec.string(), "--out", (tmp / "out").string(), "--threads", "1"}, tmp.path());
     const fs::path run = tmp / "out" / "kept" / "runs" / ids[0];
-    wait_until(first, [&] { return file_has(run / "metrics.csv", "\n100,test"); });
+    first.wait_until([&] { return file_has(run / "metrics.csv", "\n100,test"); });
 
     // The same command again: it waits for the lock, then (nothing was saved) trains the run from step 0.
-    const child second = spawn({"run", spec.string(), "--out", (tmp / "out").string(), "--threads", "1"}, tmp.path());
-    wait_until(second, [&] { return file_has(second.err_file, "waiting for the other process"); });
-    ::kill(first.pid, SIGKILL);
-    CHECK(wait_for(first, std::chrono::seconds(10)) == 128 + SIGKILL);
+    child_process second({"run", spec.string(), "--out", (tmp / "out").string(), "--threads", "1"}, tmp.path());
+    second.wait_until([&] { return second.err().find("waiting for the other process") != std::string::npos; });
+    first.send(SIGKILL);
+    CHECK(first.wait().code == 128 + SIGKILL);
     // It trains: its own rows (the killed process's metrics.csv is replaced when the run starts again).
-    wait_until(second, [&] {
-        return file_has(second.err_file, "training 200000 steps") && file_has(run / "metrics.csv", "\n300,test");
+    second.wait_until([&] {
+        return second.err().find("training 200000 steps") != std::string::npos &&
+               file_has(run / "metrics.csv", "\n300,test");
     });
-    ::kill(second.pid, SIGTERM);
-    CHECK(wait_for(second, std::chrono::seconds(60)) == 143);
-    const std::string err = read_text(second.err_file);
-    CHECK_THAT(err, !Contains("was being trained by another process"));
+    second.send(SIGTERM);
+    const cli_result& end = second.wait();
+    CHECK(end.code == 143);
+    CHECK_THAT(end.err, !Contains("was being trained by another process"));
     CHECK(fs::exists(run / "resume.state"));  // stopped by us, resumable
 }
 

@@ -8,7 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "attnlab/io/files.hpp"
-#include "attnlab/run/summary.hpp"
+#include "attnlab/run/run_dir.hpp"
 #include "attnlab/train/checkpoint.hpp"
 #include "attnlab/util/error.hpp"
 
@@ -111,10 +111,7 @@ run_dir_check check_run_dir(const std::string& run_dir) {
         c.problem = e.what();
         return c;
     }
-    if (!c.result || c.result->status == run_status::interrupted) {
-        c.result.reset();
-        return c;
-    }
+    if (!c.result || c.result->status == run_status::interrupted) return c;  // unfinished
     c.problem = missing_part(run_dir, *c.result);
     c.state = c.problem.empty() ? run_dir_state::finished : run_dir_state::damaged;
     return c;

@@ -1,5 +1,5 @@
 // The shared results directory of a sweep: spec.yaml and overrides.yaml, the
-// "done" test of a run, the per-run lock and `attnlab summarize` (SPEC §6).
+// membership of the processes writing it and `attnlab summarize` (sweep_dir.hpp).
 #include "attnlab/run/sweep_dir.hpp"
 
 #include <algorithm>
@@ -21,8 +21,8 @@
 
 #include "attnlab/io/files.hpp"
 #include "attnlab/run/run_check.hpp"
+#include "attnlab/run/run_dir.hpp"
 #include "attnlab/run/summary.hpp"
-#include "attnlab/train/checkpoint.hpp"
 #include "attnlab/util/error.hpp"
 
 namespace attnlab {
@@ -119,73 +119,6 @@ experiment_spec load_spec_as_run(const std::string& dir) {
     const std::vector<std::string> overrides =
         fs::exists(overrides_path, ec) ? read_overrides(overrides_path) : overrides_from_header(text);
     return parse_spec(text, spec_path, overrides);
-}
-
-std::optional<run_result> finished_run_result(const std::string& run_dir, const std::string& config_yaml) {
-    const run_dir_check c = check_run_dir(run_dir);
-    if (c.state == run_dir_state::damaged) {
-        spdlog::warn("{}; the run is not counted as finished", c.problem);
-        return std::nullopt;
-    }
-    if (c.state != run_dir_state::finished || c.config_yaml != config_yaml) return std::nullopt;
-    return c.result;
-}
-
-bool run_locked_elsewhere(const std::string& run_dir) {
-    const std::string path = run_dir + "/.lock";
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-    ::close(fd);  // also releases the lock if we got it
-    return held;
-}
-
-std::string unfinished_reason(const std::string& run_dir, const std::string& config_yaml) {
-    std::error_code ec;
-    if (!fs::is_directory(run_dir, ec)) return "not started";
-    if (run_locked_elsewhere(run_dir)) return "being trained by another process";
-    const run_dir_check c = check_run_dir(run_dir);
-    switch (c.state) {
-        case run_dir_state::absent: return "not started (no config.yaml)";
-        case run_dir_state::damaged: return c.problem;
-        case run_dir_state::finished:
-        case run_dir_state::unfinished:
-            if (c.config_yaml != config_yaml)
-                return "config.yaml differs from the spec's (trained with another spec or --set: " +
-                       differences_text(config_differences(c.config_yaml, config_yaml)) + ")";
-            if (c.state == run_dir_state::finished) return "done";
-            if (fs::exists(run_dir + "/" + resume_filename, ec))
-                return std::string("stopped mid-way: ") + resume_filename + " saved, `attnlab run` resumes it";
-            return "unfinished: no result.yaml (interrupted or killed)";
-    }
-    return "done";
-}
-
-run_lock::run_lock(const std::string& run_dir) : path_(run_dir + "/.lock") {
-    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw io_error("cannot open " + path_ + ": " + std::strerror(errno));
-    owned_ = try_lock();
-}
-
-bool run_lock::try_lock() {
-    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return true;
-    const int err = errno;
-    if (err == EWOULDBLOCK || err == EINTR) return false;
-    throw io_error("cannot lock " + path_ + ": " + std::strerror(err));
-}
-
-bool run_lock::wait(const std::atomic<bool>* stop) {
-    // Polled rather than blocking in flock(2), so a stop request is seen at once.
-    while (!owned_) {
-        if (stop && stop->load()) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        owned_ = try_lock();
-    }
-    return true;
-}
-
-run_lock::~run_lock() {
-    if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
 }
 
 namespace {

@@ -26,7 +26,7 @@ enum class run_dir_state {
 struct run_dir_check {
     run_dir_state state = run_dir_state::absent;
     std::string config_yaml;           // config.yaml's text (unless absent)
-    std::optional<run_result> result;  // finished
+    std::optional<run_result> result;  // finished, damaged (a readable one), or unfinished with status interrupted
     std::string problem;               // damaged: "<file>: what is wrong"
 };
 
