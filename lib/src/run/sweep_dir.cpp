@@ -23,6 +23,7 @@
 #include "attnlab/run/run_check.hpp"
 #include "attnlab/run/run_dir.hpp"
 #include "attnlab/run/summary.hpp"
+#include "attnlab/train/resume_state.hpp"
 #include "attnlab/util/error.hpp"
 
 namespace attnlab {
