@@ -56,6 +56,7 @@ void add_run(CLI::App& app, action& chosen) {
     auto shard = std::make_shared<std::string>();
     auto max_memory = std::make_shared<std::string>();
     auto save_every = std::make_shared<double>(300);
+    auto overwrite = std::make_shared<bool>(false);
     opts->add_to(*cmd);
     cmd->add_option("--out", *out, "Directory that receives <name>/")->capture_default_str()->type_name("DIR");
     cmd->add_option("--threads", *threads, "Threads for OpenMP and Eigen, shared by the jobs (0: all cores)")
@@ -77,6 +78,9 @@ void add_run(CLI::App& app, action& chosen) {
         ->capture_default_str()
         ->check(CLI::Range(0.0, 1e9))
         ->type_name("SECONDS");
+    cmd->add_flag("--overwrite", *overwrite,
+                  "Retrain finished runs whose configuration the spec or --set changed (otherwise refused), and "
+                  "go ahead while another process writes the folder with another spec");
     cmd->callback([=, &chosen] {
         chosen = [=] {
             runner_options ro;
@@ -89,6 +93,7 @@ void add_run(CLI::App& app, action& chosen) {
             ro.jobs = *jobs;
             ro.stop = &stop_requested;
             ro.save_every_s = *save_every;
+            ro.overwrite = *overwrite;
             const sweep_outcome res = run_sweep(spec, ro);
             if (res.interrupted) {
                 const int sig = stop_signal.load();

@@ -474,15 +474,20 @@ TEST_CASE_METHOD(tiny_spec_dir, "attnlab run applies --set to every run", "[cli]
     check_steps(10);
     CHECK_THAT(read_text(res / "spec.yaml"), Contains("--set train.steps=10"));
 
-    // Without the --set the configuration differs: every run is trained again, none skipped.
+    // Without the --set the configuration differs: the finished runs are kept (refused, exit 2) ...
     r = run_cli({"run", spec.string(), "--out", out.string(), "--threads", "1"});
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Contains("train.steps 10 -> 25"));
+    check_steps(10);
+    // ... unless --overwrite: then every run is trained again, none skipped.
+    r = run_cli({"run", spec.string(), "--out", out.string(), "--threads", "1", "--overwrite"});
     REQUIRE(r.code == 0);
     CHECK_THAT(r.err, Contains("2 trained ok, 0 diverged, 0 skipped as done"));
     check_steps(25);
 
     // Later --set of the same key wins.
     r = run_cli({"run", spec.string(), "--out", out.string(), "--threads", "1", "--set", "train.steps=30", "--set",
-                 "train.steps=12"});
+                 "train.steps=12", "--overwrite"});
     REQUIRE(r.code == 0);
     check_steps(12);
 }

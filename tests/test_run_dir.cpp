@@ -11,6 +11,7 @@
 #include "attnlab/run/run_dir.hpp"
 #include "attnlab/train/resume_state.hpp"
 #include "attnlab/train/checkpoint.hpp"
+#include "attnlab/train/resume_state.hpp"
 #include "attnlab/util/error.hpp"
 #include "support/process_support.hpp"
 
@@ -71,7 +72,8 @@ TEST_CASE("run dir: an absent result.yaml is none, a malformed one an io_error n
     CHECK_THROWS_WITH(read_run_result(path), path + ": unknown status 'sideways'");
 }
 
-TEST_CASE("run dir: a run is done only with its result beside the same config.yaml", "[run_dir]") {
+TEST_CASE("run dir: a run is done only with its result, its metrics and checkpoint beside the same config.yaml",
+          "[run_dir]") {
     temp_dir tmp;
     const std::string dir = (tmp / "run").string(), config = "seed: 0\n";
     CHECK(unfinished_reason(dir, config) == "not started");
@@ -91,6 +93,15 @@ TEST_CASE("run dir: a run is done only with its result beside the same config.ya
 
     r.status = run_status::ok;
     write_run_result(dir, r);
+    // A finished run also needs metrics.csv up to its last step and, when ok, its checkpoint.
+    CHECK_FALSE(finished_run_result(dir, config));
+    CHECK(unfinished_reason(dir, config) == dir + "/metrics.csv: missing");
+    write_text(fs::path(dir) / "metrics.csv", "step,split\n0,test\n1,train\n1,test\n");
+    CHECK(unfinished_reason(dir, config) ==
+          dir + "/metrics.csv: its last row is step 1, result.yaml says 2 steps (truncated or from another attempt)");
+    write_text(fs::path(dir) / "metrics.csv", "step,split\n0,test\n2,train\n2,test\n");
+    CHECK_THAT(unfinished_reason(dir, config), Catch::StartsWith(dir + "/" + checkpoint_filename + ": missing"));
+    write_text(fs::path(dir) / checkpoint_filename, "weights");
     const auto done = finished_run_result(dir, config);
     REQUIRE(done);
     CHECK(done->steps == r.steps);

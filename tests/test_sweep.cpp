@@ -2,7 +2,7 @@
 // --shard I/N splits the runs, `attnlab summarize` merges the shards, --jobs
 // trains runs at once, a sweep killed with SIGKILL is finished by running it
 // again with every run trained exactly once, and a run another process holds
-// (its lock) is left to it. Every comparison is "equal except timings"
+// (its lock) is put off, then waited for. Every comparison is "equal except timings"
 // (summary.csv's wall_s, metrics.csv's tokens_per_s and elapsed_s): with the
 // same thread count per run, results do not depend on how the runs were
 // spread over workers, processes or restarts.
@@ -10,8 +10,10 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -94,31 +96,69 @@ TEST_CASE("--shard I/N: parsing, and the shards partition the runs in spec order
         }
 }
 
-TEST_CASE_METHOD(in_process_sweep, "a run whose lock another process holds is left to it, and done later", "[sweep]") {
+TEST_CASE_METHOD(in_process_sweep, "a run whose lock another process holds is put off, then waited for and trained",
+                 "[sweep]") {
     const experiment_spec spec = parse_spec(two_runs, "two.yaml");
     const std::string held_dir = (tmp / "two" / "runs" / spec.runs[0].id).string();
     make_dirs(held_dir);
-    {
-        const run_lock other(held_dir);  // another open file description: conflicts like another process
-        REQUIRE(other.owned());
+    SECTION("released while the sweep waits: the run is trained") {
+        auto other = std::make_unique<run_lock>(held_dir);  // another open file description: like another process
+        REQUIRE(other->owned());
         CHECK(run_locked_elsewhere(held_dir));
+        std::thread release([&] {
+            // Released once the other run is done: the sweep is then waiting for this one.
+            while (!fs::exists(tmp / "two" / "runs" / spec.runs[1].id / "result.yaml"))
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            other.reset();
+        });
         const sweep_outcome out = run_sweep(spec, opt);
+        release.join();
+        CHECK(out.busy == 0);
+        CHECK(out.ok == 2);
+        CHECK_FALSE(out.interrupted);
+        CHECK(lines_of(read_text(tmp / "two" / "summary.csv")).size() == 3);
+    }
+    SECTION("finished meanwhile by the other process with another config: compared, refused, not overwritten") {
+        // The run as another process with train.steps=30 would leave it, made in another folder.
+        runner_options elsewhere = opt;
+        elsewhere.out_root = (tmp / "elsewhere").string();
+        run_sweep(parse_spec(two_runs, "two.yaml", {"train.steps=30"}), elsewhere);
+        const fs::path finished = tmp / "elsewhere" / "two" / "runs" / spec.runs[0].id;
+        auto other = std::make_unique<run_lock>(held_dir);
+        std::thread finish([&] {
+            while (!fs::exists(tmp / "two" / "runs" / spec.runs[1].id / "result.yaml"))
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            for (const char* f : {"config.yaml", "metrics.csv", "model.safetensors", "result.yaml"})
+                fs::copy_file(finished / f, fs::path(held_dir) / f);
+            other.reset();
+        });
+        CHECK_THROWS_WITH(run_sweep(spec, opt),
+                          Contains(held_dir) && Contains("train.steps 30 -> 20") && Contains("it is not overwritten"));
+        finish.join();
+        CHECK(read_text(fs::path(held_dir) / "result.yaml") == read_text(finished / "result.yaml"));
+        CHECK(read_text(fs::path(held_dir) / "metrics.csv") == read_text(finished / "metrics.csv"));
+    }
+    SECTION("stopped while it waits: the run is left, not in the summary") {
+        const run_lock other(held_dir);
+        std::atomic<bool> stop{false};
+        opt.stop = &stop;
+        std::thread stopper([&] {
+            while (!fs::exists(tmp / "two" / "runs" / spec.runs[1].id / "result.yaml"))
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            stop.store(true);
+        });
+        const sweep_outcome out = run_sweep(spec, opt);
+        stopper.join();
         CHECK(out.busy == 1);
         CHECK(out.ok == 1);
-        CHECK_FALSE(out.interrupted);
+        CHECK(out.interrupted);
         CHECK_FALSE(fs::exists(held_dir + "/config.yaml"));  // not touched
-        CHECK(lines_of(read_text(tmp / "two" / "summary.csv")).size() == 2);
         const summarize_outcome sum = summarize_sweep_dir(out.dir);
         REQUIRE(sum.missing.size() == 1);
         CHECK(sum.missing[0].first == spec.runs[0].id);
         CHECK(sum.missing[0].second == "being trained by another process");
     }
-    CHECK_FALSE(run_locked_elsewhere(held_dir));
-    const sweep_outcome again = run_sweep(spec, opt);
-    CHECK(again.busy == 0);
-    CHECK(again.ok == 1);
-    CHECK(again.skipped == 1);
-    CHECK(lines_of(read_text(tmp / "two" / "summary.csv")).size() == 3);
 }
 
 TEST_CASE_METHOD(in_process_sweep,
@@ -131,6 +171,7 @@ TEST_CASE_METHOD(in_process_sweep,
     // As if the run had been trained with another config and killed while writing its files.
     const std::string config = read_text(run / "config.yaml");
     write_text(run / "config.yaml", config + "# edited\n");
+    fs::remove(run / "result.yaml");
     for (const char* junk : {"result.yaml.tmp", "model.safetensors.tmp", "config.yaml.tmp.otherhost.1.2"})
         write_text(run / junk, "half");
     write_text(run / "metrics.csv", metrics + metrics);

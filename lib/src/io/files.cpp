@@ -1,6 +1,7 @@
 #include "attnlab/io/files.hpp"
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -10,18 +11,80 @@
 #include <sstream>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 #include "attnlab/util/error.hpp"
 
 namespace attnlab {
 
-void write_file_atomic(const std::string& path, const std::string& text) {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string this_host() {
     char host[256] = "host";
     ::gethostname(host, sizeof host - 1);
     host[sizeof host - 1] = '\0';
+    return host;
+}
+
+// Flushes a directory's entries (a rename in it) to disk; filesystems that
+// cannot sync a directory (EINVAL) are left as they are.
+void sync_directory(const std::string& dir) {
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) throw io_error("cannot open directory " + dir + ": " + std::strerror(errno));
+    const int rc = ::fsync(fd);
+    const int err = errno;
+    ::close(fd);
+    if (rc != 0 && err != EINVAL && err != EROFS)
+        throw io_error("cannot sync directory " + dir + ": " + std::strerror(err));
+}
+
+// "<name>.tmp.<host>.<pid>.<n>": the pid of the writer of a temporary of this
+// host, or 0 when `name` is no such temporary.
+pid_t temporary_writer(const std::string& name, const std::string& host) {
+    const std::string mark = ".tmp." + host + ".";
+    const auto at = name.rfind(mark);
+    if (at == std::string::npos) return 0;
+    const std::string rest = name.substr(at + mark.size());  // "<pid>.<n>"
+    const auto dot = rest.find('.');
+    if (dot == std::string::npos || dot == 0 || rest.find_first_not_of("0123456789") != dot) return 0;
+    if (rest.find_first_not_of("0123456789", dot + 1) != std::string::npos || dot + 1 == rest.size()) return 0;
+    try {
+        return static_cast<pid_t>(std::stol(rest.substr(0, dot)));
+    } catch (const std::exception&) {
+        return 0;
+    }
+}
+
+// Why `path` cannot be a directory, for a path whose creation failed with
+// `ec`: a dangling or looping symbolic link on the way is named.
+std::string why_no_directory(const std::string& path, const std::error_code& ec) {
+    fs::path prefix;
+    for (const auto& part : fs::path(path)) {
+        prefix /= part;
+        std::error_code e;
+        if (!fs::is_symlink(fs::symlink_status(prefix, e))) continue;
+        std::error_code target_ec;
+        (void)fs::status(prefix, target_ec);
+        if (target_ec.value() == ELOOP) return prefix.string() + " is a symbolic link that loops";
+        if (target_ec) {
+            const fs::path target = fs::read_symlink(prefix, e);
+            return prefix.string() + " is a symbolic link to " + target.string() + ", which does not exist";
+        }
+    }
+    if (ec.value() == ENAMETOOLONG) return "the path or one of its names is too long";
+    return ec.message();
+}
+
+bool process_alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
+
+}  // namespace
+
+void write_file_atomic(const std::string& path, const std::string& text) {
     const std::size_t tid = std::hash<std::thread::id>{}(std::this_thread::get_id());
     const std::string tmp =
-        path + ".tmp." + host + "." + std::to_string(::getpid()) + "." + std::to_string(tid % 1000000007);
+        path + ".tmp." + this_host() + "." + std::to_string(::getpid()) + "." + std::to_string(tid % 1000000007);
     auto fail = [&](const std::string& what) {
         const std::string why = std::strerror(errno);
         std::remove(tmp.c_str());
@@ -42,20 +105,40 @@ void write_file_atomic(const std::string& path, const std::string& text) {
     // fsync before rename: after a crash the name points at complete data.
     if (::fsync(fd) != 0 || ::close(fd) != 0) fail("cannot write " + tmp);
     if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot rename " + tmp + " to " + path);
+    // and the directory after it: after a crash the name is there at all.
+    const std::string parent = fs::path(path).parent_path().string();
+    sync_directory(parent.empty() ? "." : parent);
 }
 
 std::string read_file(const std::string& path) {
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) throw io_error("cannot read " + path + ": it is a directory, not a file");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw io_error("cannot read " + path + ": " + std::strerror(errno));
     std::ostringstream ss;
     ss << in.rdbuf();
+    if (in.bad()) throw io_error("cannot read " + path + ": " + std::strerror(errno));
     return ss.str();
 }
 
 void make_dirs(const std::string& path) {
     std::error_code ec;
-    std::filesystem::create_directories(path, ec);
-    if (ec) throw io_error("cannot create directory " + path + ": " + ec.message());
+    fs::create_directories(path, ec);
+    if (ec) throw io_error("cannot create directory " + path + ": " + why_no_directory(path, ec));
+}
+
+int remove_stale_temporaries(const std::string& dir) {
+    const std::string host = this_host();
+    std::vector<fs::path> stale;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        if (it.depth() >= 2) it.disable_recursion_pending();  // <dir>, <dir>/runs/<id>, <dir>/shards/<I-of-N>
+        const pid_t pid = temporary_writer(it->path().filename().string(), host);
+        if (pid > 0 && pid != ::getpid() && !process_alive(pid)) stale.push_back(it->path());
+    }
+    int removed = 0;
+    for (const auto& p : stale) removed += fs::remove(p, ec) ? 1 : 0;
+    return removed;
 }
 
 }  // namespace attnlab

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "attnlab/io/csv.hpp"
+#include "attnlab/io/files.hpp"
 #include "attnlab/util/error.hpp"
 
 namespace attnlab {
@@ -88,10 +90,11 @@ eval_metrics parse_metrics(const YAML::Node& n) {
 }  // namespace
 
 std::optional<run_result> read_run_result(const std::string& path) {
-    std::ifstream probe(path);
-    if (!probe) return std::nullopt;
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) return std::nullopt;
+    const std::string text = read_file(path);  // io_error naming it (a directory included)
     try {
-        const YAML::Node n = YAML::LoadFile(path);
+        const YAML::Node n = YAML::Load(text);
         run_result r;
         r.status = parse_status(n["status"].as<std::string>(), path);
         r.reason = n["reason"].as<std::string>();

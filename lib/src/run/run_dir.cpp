@@ -2,13 +2,17 @@
 // and re-scoring a finished run (run_dir.hpp).
 #include "attnlab/run/run_dir.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cmath>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <sys/file.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -18,6 +22,7 @@
 #include "attnlab/io/csv.hpp"
 #include "attnlab/io/files.hpp"
 #include "attnlab/model/make_model.hpp"
+#include "attnlab/run/run_check.hpp"
 #include "attnlab/spec/spec.hpp"
 #include "attnlab/tasks/task.hpp"
 #include "attnlab/train/checkpoint.hpp"
@@ -33,19 +38,13 @@ void write_run_result(const std::string& run_dir, const run_result& r) {
 }
 
 std::optional<run_result> finished_run_result(const std::string& run_dir, const std::string& config_yaml) {
-    const std::string cfg_path = run_dir + "/config.yaml";
-    std::error_code ec;
-    if (!fs::exists(cfg_path, ec)) return std::nullopt;
-    try {
-        // Read the result first: a concurrent redo removes result.yaml before it rewrites config.yaml.
-        auto r = read_run_result(run_dir + "/result.yaml");
-        if (!r || r->status == run_status::interrupted) return std::nullopt;
-        if (read_file(cfg_path) != config_yaml) return std::nullopt;
-        return r;
-    } catch (const io_error& e) {  // a malformed result (a crash mid-write by an older version): redo the run
-        spdlog::warn("{}; the run will be redone", e.what());
+    const run_dir_check c = check_run_dir(run_dir);
+    if (c.state == run_dir_state::damaged) {
+        spdlog::warn("{}; the run is not counted as finished", c.problem);
         return std::nullopt;
     }
+    if (c.state != run_dir_state::finished || c.config_yaml != config_yaml) return std::nullopt;
+    return c.result;
 }
 
 bool run_locked_elsewhere(const std::string& run_dir) {
@@ -61,42 +60,61 @@ std::string unfinished_reason(const std::string& run_dir, const std::string& con
     std::error_code ec;
     if (!fs::is_directory(run_dir, ec)) return "not started";
     if (run_locked_elsewhere(run_dir)) return "being trained by another process";
-    if (!fs::exists(run_dir + "/config.yaml", ec)) return "not started (no config.yaml)";
-    try {
-        if (read_file(run_dir + "/config.yaml") != config_yaml)
-            return "config.yaml differs from the spec's (trained with another spec or --set)";
-        const auto r = read_run_result(run_dir + "/result.yaml");
-        if (!r) {
+    const run_dir_check c = check_run_dir(run_dir);
+    switch (c.state) {
+        case run_dir_state::absent: return "not started (no config.yaml)";
+        case run_dir_state::damaged: return c.problem;
+        case run_dir_state::finished:
+        case run_dir_state::unfinished:
+            if (c.config_yaml != config_yaml)
+                return "config.yaml differs from the spec's (trained with another spec or --set: " +
+                       differences_text(config_differences(c.config_yaml, config_yaml)) + ")";
+            if (c.state == run_dir_state::finished) return "done";
+            if (c.result) return "interrupted";  // result.yaml with status interrupted
             if (fs::exists(run_dir + "/" + resume_filename, ec))
                 return std::string("stopped mid-way: ") + resume_filename + " saved, `attnlab run` resumes it";
             return "unfinished: no result.yaml (interrupted or killed)";
-        }
-        if (r->status == run_status::interrupted) return "interrupted";
-    } catch (const io_error& e) {
-        return e.what();
     }
     return "done";
 }
 
-run_lock::run_lock(const std::string& run_dir) {
-    const std::string path = run_dir + "/.lock";
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) throw io_error("cannot open " + path + ": " + std::strerror(errno));
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        const int err = errno;
-        ::close(fd);
-        if (err == EWOULDBLOCK) return;
-        throw io_error("cannot lock " + path + ": " + std::strerror(err));
+run_lock::run_lock(const std::string& run_dir) : path_(run_dir + "/.lock") {
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw io_error("cannot open " + path_ + ": " + std::strerror(errno));
+    owned_ = try_lock();
+}
+
+bool run_lock::try_lock() {
+    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return true;
+    const int err = errno;
+    if (err == EWOULDBLOCK || err == EINTR) return false;
+    throw io_error("cannot lock " + path_ + ": " + std::strerror(err));
+}
+
+bool run_lock::wait(const std::atomic<bool>* stop) {
+    // Polled rather than blocking in flock(2), so a stop request is seen at once.
+    while (!owned_) {
+        if (stop && stop->load()) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        owned_ = try_lock();
     }
-    fd_ = fd;
+    return true;
 }
 
 run_lock::~run_lock() {
     if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
 }
 
+namespace {
+void remove_or_throw(const fs::path& p) {
+    std::error_code ec;
+    fs::remove(p, ec);
+    if (ec) throw io_error("cannot remove " + p.string() + ": " + ec.message());
+}
+}  // namespace
+
 void clear_run_dir(const std::string& run_dir) {
-    fs::remove(run_dir + "/" + result_filename);
+    remove_or_throw(run_dir + "/" + result_filename);
     std::error_code ec;
     std::vector<fs::path> stale;
     for (fs::directory_iterator it(run_dir, ec), end; !ec && it != end; it.increment(ec)) {
@@ -105,7 +123,7 @@ void clear_run_dir(const std::string& run_dir) {
             name.find(".tmp") != std::string::npos)
             stale.push_back(it->path());
     }
-    for (const auto& p : stale) fs::remove(p);
+    for (const auto& p : stale) remove_or_throw(p);
 }
 
 void remove_run_temporaries(const std::string& run_dir) {
@@ -117,14 +135,18 @@ void remove_run_temporaries(const std::string& run_dir) {
 }
 
 eval_metrics evaluate_run_dir(const std::string& run_dir, attention_form form, state_layout layout) {
-    if (!fs::is_directory(run_dir)) throw config_error(run_dir + ": no such run directory");
+    std::error_code ec;
+    if (!fs::is_directory(run_dir, ec))
+        throw config_error(
+            run_dir + ": " +
+            (ec && ec != std::errc::no_such_file_or_directory ? ec.message() : std::string("no such run directory")));
     const std::string config_path = run_dir + "/config.yaml";
-    if (!fs::is_regular_file(config_path))
+    if (!fs::is_regular_file(config_path, ec))
         throw config_error(config_path + ": no such file (not a run directory of `attnlab run`?)");
     const run_config cfg = run_config_from_yaml_file(config_path);
 
     const std::string ckpt = run_dir + "/" + checkpoint_filename;
-    if (!fs::is_regular_file(ckpt)) {
+    if (!fs::is_regular_file(ckpt, ec)) {
         // Say why when result.yaml knows: diverged runs have no checkpoint.
         std::string why = "the run has not finished";
         try {
@@ -142,6 +164,11 @@ eval_metrics evaluate_run_dir(const std::string& run_dir, attention_form form, s
     auto data = make_task(cfg.task, static_cast<std::uint64_t>(cfg.seed));
     transformer<float> model = make_model<float>(cfg);
     checkpoint_load(ckpt, model);
+    for (const auto& t : model.layout().tensors())  // a NaN would only show as a NaN loss
+        if (!std::all_of(model.params.begin() + static_cast<std::ptrdiff_t>(t.offset),
+                         model.params.begin() + static_cast<std::ptrdiff_t>(t.offset + t.size),
+                         [](float x) { return std::isfinite(x); }))
+            throw io_error(ckpt + ": tensor " + t.name + " holds non-finite values (NaN or infinity)");
     model.set_attention_form(form, layout);
     return evaluate(model, data->test_set(), cfg.train.batch);
 }

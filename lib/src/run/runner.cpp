@@ -12,6 +12,7 @@
 #include <exception>
 #include <fcntl.h>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <omp.h>
 #include <optional>
@@ -27,9 +28,11 @@
 #include "attnlab/run/metrics_csv.hpp"
 #include "attnlab/model/params.hpp"
 #include "attnlab/run/resources.hpp"
+#include "attnlab/run/run_check.hpp"
 #include "attnlab/run/run_dir.hpp"
 #include "attnlab/run/summary.hpp"
 #include "attnlab/run/sweep_dir.hpp"
+#include "attnlab/run/sweep_guard.hpp"
 #include "attnlab/train/checkpoint.hpp"
 #include "attnlab/train/memory_estimate.hpp"
 #include "attnlab/train/resume_state.hpp"
@@ -123,7 +126,7 @@ private:
 };
 
 // What became of one run a worker took.
-enum class attempt_kind { trained, done_elsewhere, busy, interrupted };
+enum class attempt_kind { trained, done_elsewhere, busy, interrupted, stopped_waiting };
 struct attempt {
     attempt_kind kind = attempt_kind::trained;
     run_result result;
@@ -148,10 +151,11 @@ private:
     std::atomic<std::size_t> next_{0};                // next queue position a worker takes
     std::mutex mu_;                                   // guards everything below, the summary files and the log order
     std::vector<std::optional<run_result>> results_;  // by spec index
-    std::vector<std::size_t> busy_;
+    std::vector<std::size_t> deferred_;               // runs another process held: waited for after the queue
     double trained_s_ = 0;
     int trained_ = 0;
     std::exception_ptr error_;
+    std::unique_ptr<sweep_membership> membership_;  // this process's claim on the folder
 
     std::string run_dir(std::size_t i) const { return out_.dir + "/runs/" + spec_.runs[i].id; }
     std::string tag(std::size_t i) const {
@@ -164,7 +168,9 @@ private:
     void write_summary();  // under mu_
     void log_progress();   // under mu_
     void worker();
-    attempt train_one(std::size_t i);
+    bool next_run(std::size_t& i, bool& wait);
+    void record(std::size_t i, const attempt& a);  // under mu_
+    attempt train_one(std::size_t i, bool wait);
     void check_memory() const;
 };
 
@@ -225,20 +231,37 @@ std::optional<train_state> resumable_state(const std::string& dir, const std::st
     return st;
 }
 
-attempt sweep_runner::train_one(std::size_t i) {
+attempt sweep_runner::train_one(std::size_t i, bool wait) {
     const run_point& point = spec_.runs[i];
     const std::string dir = run_dir(i), tg = tag(i);
     const std::string config_yaml = run_config_to_yaml(point.config);
     make_dirs(dir);
-    const run_lock lock(dir);
+    run_lock lock(dir);
     if (!lock.owned()) {
-        spdlog::warn("{} is being trained by another process (its lock is held); left to it", tg);
-        return {attempt_kind::busy, {}};
+        if (!wait) {
+            spdlog::info(
+                "{} is being trained by another process (its lock is held); put off until the other runs are done", tg);
+            return {attempt_kind::busy, {}};
+        }
+        spdlog::info("{} waiting for the other process training it to finish or stop", tg);
+        if (!lock.wait(stop_)) return {attempt_kind::stopped_waiting, {}};
     }
-    if (auto r = finished_run_result(dir, config_yaml)) {  // finished by another process since the scan
-        spdlog::info("{} already done ({}), skipped", tg, to_string(r->status));
-        return {attempt_kind::done_elsewhere, *r};
+    // Under the lock, look again: another process may have finished the run since the scan.
+    const run_dir_check now = check_run_dir(dir);
+    const bool stored_finished = now.state == run_dir_state::finished || now.state == run_dir_state::damaged;
+    if (now.state == run_dir_state::finished && now.config_yaml == config_yaml) {
+        spdlog::info("{} already done ({}), skipped", tg, to_string(now.result->status));
+        return {attempt_kind::done_elsewhere, *now.result};
     }
+    if (stored_finished && now.config_yaml != config_yaml) {
+        const std::string diffs = differences_text(config_differences(now.config_yaml, config_yaml));
+        if (!opt_.overwrite)
+            throw config_error(
+                fmt::format("{}: finished (by another process) with another configuration: {}; it is not overwritten. "
+                            "Use another --out, or --overwrite to retrain it",
+                            dir, diffs));
+        spdlog::warn("{} finished with another configuration ({}); retrained (--overwrite)", tg, diffs);
+    }  // a damaged run with this config was named by the scan: it is trained again
     const int steps = point.config.train.steps;
     const std::string state_path = dir + "/" + resume_filename;
     const std::optional<train_state> resume = resumable_state(dir, config_yaml, point.config, tg);
@@ -321,35 +344,56 @@ attempt sweep_runner::train_one(std::size_t i) {
     return {attempt_kind::trained, res};
 }
 
+// The next run for a worker: the queue in spec order, then the runs put off
+// because another process held them (`wait`: this time their lock is waited for).
+bool sweep_runner::next_run(std::size_t& i, bool& wait) {
+    const std::size_t q = next_.fetch_add(1);
+    if (q < queue_.size()) {
+        i = queue_[q];
+        wait = false;
+        return true;
+    }
+    std::lock_guard<std::mutex> g(mu_);
+    if (deferred_.empty()) return false;
+    i = deferred_.front();
+    deferred_.erase(deferred_.begin());
+    wait = true;
+    return true;
+}
+
+void sweep_runner::record(std::size_t i, const attempt& a) {
+    switch (a.kind) {
+        case attempt_kind::interrupted: out_.interrupted = true; return;
+        case attempt_kind::stopped_waiting:
+            ++out_.busy;
+            out_.interrupted = true;
+            return;
+        case attempt_kind::busy: deferred_.push_back(i); return;
+        case attempt_kind::done_elsewhere:
+            results_[i] = a.result;
+            ++out_.skipped;
+            break;
+        case attempt_kind::trained:
+            results_[i] = a.result;
+            trained_s_ += a.result.wall_s;
+            ++trained_;
+            ++(a.result.status == run_status::diverged ? out_.diverged : out_.ok);
+            break;
+    }
+    write_summary();
+    log_progress();
+}
+
 void sweep_runner::worker() {
     omp_set_num_threads(per_run_threads_);  // per calling thread: this worker's runs
     try {
-        for (;;) {
-            if (stop_->load()) return;
-            const std::size_t q = next_.fetch_add(1);
-            if (q >= queue_.size()) return;
-            const std::size_t i = queue_[q];
-            const attempt a = train_one(i);
+        std::size_t i = 0;
+        bool wait = false;
+        while (!stop_->load() && next_run(i, wait)) {
+            const attempt a = train_one(i, wait);
             std::lock_guard<std::mutex> g(mu_);
-            switch (a.kind) {
-                case attempt_kind::interrupted: out_.interrupted = true; return;
-                case attempt_kind::busy:
-                    busy_.push_back(i);
-                    ++out_.busy;
-                    break;
-                case attempt_kind::done_elsewhere:
-                    results_[i] = a.result;
-                    ++out_.skipped;
-                    break;
-                case attempt_kind::trained:
-                    results_[i] = a.result;
-                    trained_s_ += a.result.wall_s;
-                    ++trained_;
-                    ++(a.result.status == run_status::diverged ? out_.diverged : out_.ok);
-                    break;
-            }
-            write_summary();
-            log_progress();
+            record(i, a);
+            if (a.kind == attempt_kind::interrupted || a.kind == attempt_kind::stopped_waiting) return;
         }
     } catch (...) {
         std::lock_guard<std::mutex> g(mu_);
@@ -416,24 +460,22 @@ sweep_outcome sweep_runner::run() {
     per_run_threads_ = std::max(1, total_threads / opt_.jobs);
     const int eigen_threads = opt_.jobs > 1 ? 1 : opt_.threads;
 
-    // This shard's runs: the done ones are skipped now, the others queued in spec order.
+    // This shard's runs: the finished ones are skipped, the others queued in spec order (or refused).
     results_.assign(spec_.runs.size(), std::nullopt);
-    for (std::size_t i = 0; i < spec_.runs.size(); ++i) {
-        if (!opt_.shard.owns(i)) continue;
-        ++out_.total;
-        if (auto r = finished_run_result(run_dir(i), run_config_to_yaml(spec_.runs[i].config))) {
-            spdlog::info("{} already done ({}), skipped", tag(i), to_string(r->status));
-            results_[i] = *r;
-            ++out_.skipped;
-        } else {
-            queue_.push_back(i);
-        }
-    }
+    std::vector<std::size_t> owned;
+    for (std::size_t i = 0; i < spec_.runs.size(); ++i)
+        if (opt_.shard.owns(i)) owned.push_back(i);
+    out_.total = static_cast<int>(owned.size());
+    sweep_scan scan = scan_sweep_runs(spec_, out_.dir, owned, opt_.overwrite, [this](std::size_t i) { return tag(i); });
+    for (auto& [i, r] : scan.done) results_[i] = r;
+    out_.skipped = static_cast<int>(scan.done.size());
+    queue_ = std::move(scan.to_train);
     check_memory();  // before anything is written
 
     make_dirs(out_.dir + "/runs");
     make_dirs(summary_dir());
-    write_spec_as_run(out_.dir, spec_);
+    membership_ = claim_sweep_dir(out_.dir, spec_, opt_.overwrite);
+    for (const auto& note : scan.notes) spdlog::warn("{}", note);
     if (eigen_threads > 0) Eigen::setNbThreads(eigen_threads);
     const int workers = static_cast<int>(std::min<std::size_t>(opt_.jobs, queue_.size()));
     std::string share;
@@ -453,23 +495,20 @@ sweep_outcome sweep_runner::run() {
     omp_set_num_threads(caller_omp);
     if (eigen_threads > 0) Eigen::setNbThreads(caller_eigen);
     if (error_) std::rethrow_exception(error_);
+    if (!deferred_.empty()) {  // stopped before their turn came
+        out_.busy += static_cast<int>(deferred_.size());
+        out_.interrupted = true;
+    }
     if (stop_->load() && out_.skipped + out_.ok + out_.diverged + out_.busy < out_.total) out_.interrupted = true;
 
-    // Runs another process held may be done by now.
-    for (std::size_t i : busy_)
-        if (auto r = finished_run_result(run_dir(i), run_config_to_yaml(spec_.runs[i].config))) {
-            results_[i] = *r;
-            --out_.busy;
-            ++out_.skipped;
-        }
     write_summary();
     spdlog::info("{}: {} runs ({} trained ok, {} diverged, {} skipped as done) in {}; summary in {}", spec_.name,
                  out_.total, out_.ok, out_.diverged, out_.skipped, duration_text(seconds_since(sweep_t0_)),
                  out_.summary_path);
     if (out_.busy > 0)
         spdlog::warn(
-            "{} runs were being trained by another process and are not in this summary; "
-            "`attnlab summarize {}` collects them when it is done",
+            "{} runs were being trained by another process when this one was stopped and are not in this "
+            "summary; `attnlab summarize {}` collects them when they are done",
             out_.busy, out_.dir);
     if (opt_.shard.sharded() && !out_.interrupted)
         spdlog::info(

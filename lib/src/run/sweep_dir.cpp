@@ -1,14 +1,16 @@
-// The shared results directory of a sweep: spec.yaml and overrides.yaml and
-// `attnlab summarize` (sweep_dir.hpp).
+// The shared results directory of a sweep: spec.yaml and overrides.yaml, the
+// membership of the processes writing it and `attnlab summarize` (sweep_dir.hpp).
 #include "attnlab/run/sweep_dir.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <set>
 #include <sys/file.h>
 #include <thread>
@@ -18,6 +20,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "attnlab/io/files.hpp"
+#include "attnlab/run/run_check.hpp"
 #include "attnlab/run/run_dir.hpp"
 #include "attnlab/run/summary.hpp"
 #include "attnlab/train/resume_state.hpp"
@@ -26,6 +29,35 @@
 namespace attnlab {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// Backslashes and control characters as escapes: the text stays on one line.
+std::string header_escaped(const std::string& text) {
+    std::string out;
+    for (const char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '\\')
+            out += "\\\\";
+        else if (c == '\n')
+            out += "\\n";
+        else if (c == '\r')
+            out += "\\r";
+        else if (u < 0x20 || u == 0x7f)
+            out += fmt::format("\\x{:02x}", u);
+        else
+            out += c;
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string spec_header(const experiment_spec& spec) {
+    std::string header = "# attnlab " ATTNLAB_VERSION ": spec " + spec.path + " as run";
+    for (const auto& s : spec.set_overrides) header += " --set " + s;
+    return header_escaped(header);
+}
 
 void write_spec_as_run(const std::string& dir, const experiment_spec& spec) {
     YAML::Emitter list;
@@ -36,9 +68,7 @@ void write_spec_as_run(const std::string& dir, const experiment_spec& spec) {
     write_file_atomic(dir + "/overrides.yaml", std::string("# --set overrides of the run of spec.yaml; "
                                                            "attnlab summarize applies them\n") +
                                                    (spec.set_overrides.empty() ? "[]" : list.c_str()) + "\n");
-    std::string header = "# attnlab " ATTNLAB_VERSION ": spec " + spec.path + " as run";
-    for (const auto& s : spec.set_overrides) header += " --set " + s;
-    write_file_atomic(dir + "/spec.yaml", header + "\n" + spec.source_text);
+    write_file_atomic(dir + "/spec.yaml", spec_header(spec) + "\n" + spec.source_text);
 }
 
 namespace {
@@ -79,7 +109,10 @@ std::vector<std::string> read_overrides(const std::string& path) {
 experiment_spec load_spec_as_run(const std::string& dir) {
     const std::string spec_path = dir + "/spec.yaml";
     std::error_code ec;
-    if (!fs::is_directory(dir, ec)) throw config_error(dir + ": no such directory");
+    if (!fs::is_directory(dir, ec))
+        throw config_error(
+            dir + ": " +
+            (ec && ec != std::errc::no_such_file_or_directory ? ec.message() : std::string("no such directory")));
     if (!fs::is_regular_file(spec_path, ec))
         throw config_error(dir + ": no spec.yaml (not a results directory written by attnlab run)");
     const std::string text = read_file(spec_path);
@@ -89,8 +122,80 @@ experiment_spec load_spec_as_run(const std::string& dir) {
     return parse_spec(text, spec_path, overrides);
 }
 
+namespace {
+
+int open_lock_file(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) throw io_error("cannot open " + path + ": " + std::strerror(errno));
+    return fd;
+}
+
+void flock_or_throw(int fd, int op, const std::string& path) {
+    while (::flock(fd, op) != 0)
+        if (errno != EINTR) throw io_error("cannot lock " + path + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+sweep_membership::sweep_membership(const std::string& dir) : dir_(dir) {
+    entry_fd_ = open_lock_file(dir + "/.lock");
+    flock_or_throw(entry_fd_, LOCK_EX, dir + "/.lock");  // held for a moment by each joining process
+    users_fd_ = open_lock_file(dir + "/.users");
+    if (::flock(users_fd_, LOCK_EX | LOCK_NB) == 0) return;  // nobody else: converted to shared by join()
+    if (errno != EWOULDBLOCK) throw io_error("cannot lock " + dir + "/.users: " + std::strerror(errno));
+    others_ = true;
+}
+
+void sweep_membership::join() {
+    flock_or_throw(users_fd_, LOCK_SH, dir_ + "/.users");
+    ::close(entry_fd_);
+    entry_fd_ = -1;
+}
+
+sweep_membership::~sweep_membership() {
+    if (entry_fd_ >= 0) ::close(entry_fd_);
+    if (users_fd_ >= 0) ::close(users_fd_);
+}
+
+std::string spec_as_run_difference(const std::string& dir, const experiment_spec& spec) {
+    const std::string spec_path = dir + "/spec.yaml";
+    std::error_code ec;
+    if (!fs::exists(spec_path, ec)) return "";
+    std::string text = read_file(spec_path);
+    const std::string source = text.substr(std::min(text.size(), text.find('\n') + 1));
+    const std::string overrides_path = dir + "/overrides.yaml";
+    std::vector<std::string> overrides;
+    try {
+        overrides = fs::exists(overrides_path, ec) ? read_overrides(overrides_path) : overrides_from_header(text);
+    } catch (const io_error& e) {
+        return e.what();
+    }
+    if (source == spec.source_text && overrides == spec.set_overrides) return "";
+    std::string what = overrides == spec.set_overrides ? "another spec" : "other --set overrides";
+    try {
+        const experiment_spec stored = load_spec_as_run(dir);
+        std::map<std::string, std::string> ours;
+        for (const auto& p : spec.runs) ours[p.id] = run_config_to_yaml(p.config);
+        std::map<std::string, std::vector<std::string>> runs_by_change;  // change -> run ids
+        for (const auto& p : stored.runs) {
+            const auto it = ours.find(p.id);
+            if (it == ours.end()) continue;
+            const auto diffs = config_differences(run_config_to_yaml(p.config), it->second);
+            if (!diffs.empty()) runs_by_change[differences_text(diffs)].push_back(p.id);
+        }
+        for (const auto& [change, ids] : runs_by_change)
+            what += fmt::format("; {} in {} run{} ({}{})", change, ids.size(), ids.size() == 1 ? "" : "s", ids.front(),
+                                ids.size() > 1 ? ", ..." : "");
+    } catch (const std::exception&) {
+        // spec.yaml no longer loads: the text difference alone is reported
+    }
+    return what;
+}
+
 summarize_outcome summarize_sweep_dir(const std::string& dir) {
     const experiment_spec spec = load_spec_as_run(dir);
+    if (const int n = remove_stale_temporaries(dir); n > 0)
+        spdlog::info("removed {} temporary file{} of killed processes in {}", n, n == 1 ? "" : "s", dir);
     summarize_outcome out;
     out.total = static_cast<int>(spec.runs.size());
     std::vector<summary_entry> entries;
@@ -99,8 +204,9 @@ summarize_outcome summarize_sweep_dir(const std::string& dir) {
         ids.insert(point.id);
         const std::string run_dir = dir + "/runs/" + point.id;
         const std::string config_yaml = run_config_to_yaml(point.config);
-        if (auto r = finished_run_result(run_dir, config_yaml)) {
-            entries.push_back({&point, *r});
+        const run_dir_check c = check_run_dir(run_dir);
+        if (c.state == run_dir_state::finished && c.config_yaml == config_yaml) {
+            entries.push_back({&point, *c.result});
             ++out.found;
         } else {
             out.missing.emplace_back(point.id, unfinished_reason(run_dir, config_yaml));

@@ -10,6 +10,7 @@
 // The sweep's directory around it is in sweep_dir.hpp; the order in which a
 // run's files are written, and why, in runner.hpp.
 #pragma once
+#include <atomic>
 #include <optional>
 #include <string>
 
@@ -25,9 +26,10 @@ inline constexpr const char* result_filename = "result.yaml";
 // run_result_to_yaml written atomically to <run_dir>/result.yaml.
 void write_run_result(const std::string& run_dir, const run_result& r);
 
-// The result of a done run: <run_dir>/result.yaml beside a config.yaml whose
-// text is `config_yaml`, with a status other than interrupted. nullopt
-// otherwise; a malformed result.yaml counts as not done (with a warning).
+// The result of a finished run (run_check.hpp: result.yaml with a status other
+// than interrupted, metrics.csv up to its steps, the checkpoint when ok) beside
+// a config.yaml whose text is `config_yaml`. nullopt otherwise; a damaged run
+// counts as not done (with a warning naming the file).
 std::optional<run_result> finished_run_result(const std::string& run_dir, const std::string& config_yaml);
 
 // Why a run is not done, for messages: "not started", "in progress or
@@ -38,29 +40,34 @@ std::string unfinished_reason(const std::string& run_dir, const std::string& con
 // Leftovers of an earlier attempt at a run, removed before it is redone
 // (under its lock): result.yaml first, which must never outlive the rest,
 // then config.yaml, metrics.csv, the checkpoint, the resume state and
-// temporary files.
+// temporary files. Throws io_error naming a file it cannot remove.
 void clear_run_dir(const std::string& run_dir);
 // Temporary files of killed writers in a run directory (*.tmp*).
 void remove_run_temporaries(const std::string& run_dir);
 
 // Exclusive right to write one run directory, between processes: flock(2) on
-// <run_dir>/.lock, taken without waiting and released by the destructor or
-// when the process dies (SIGKILL included), so a killed run never leaves a
-// stale lock. Shards own disjoint runs by construction; the lock guards
-// against overlapping invocations (the same spec run twice at once, shards
-// of different N). flock works between processes of one machine and, on
-// Linux, over NFSv4; on filesystems without it (Lustre without -o flock)
-// only the sharding keeps runs apart.
+// <run_dir>/.lock, tried at construction without waiting (wait() waits for
+// it) and released by the destructor or when the process dies (SIGKILL
+// included), so a killed run never leaves a stale lock. Shards own disjoint
+// runs by construction; the lock guards against overlapping invocations (the
+// same spec run twice at once, shards of different N). flock works between
+// processes of one machine and, on Linux, over NFSv4; on filesystems without
+// it (Lustre without -o flock) only the sharding keeps runs apart.
 class run_lock {
 public:
     explicit run_lock(const std::string& run_dir);  // creates <run_dir>/.lock if needed
     ~run_lock();
     run_lock(const run_lock&) = delete;
     run_lock& operator=(const run_lock&) = delete;
-    bool owned() const { return fd_ >= 0; }  // false: another process holds it
+    bool owned() const { return owned_; }  // false: another process holds it
+    // Waits until the lock is ours (true) or *stop is set (false).
+    bool wait(const std::atomic<bool>* stop);
 
 private:
+    bool try_lock();
+    std::string path_;
     int fd_ = -1;
+    bool owned_ = false;
 };
 // True when another process holds the run's lock (it is training the run).
 bool run_locked_elsewhere(const std::string& run_dir);
@@ -73,7 +80,7 @@ bool run_locked_elsewhere(const std::string& run_dir);
 // recurrent form, attention runs step by step with a fixed-size state in
 // `layout` (README.md, `attnlab eval`). Throws config_error for
 // a missing directory or a bad config.yaml, io_error for a missing or bad
-// checkpoint.
+// checkpoint, or one holding NaN or infinite values (naming the tensor).
 eval_metrics evaluate_run_dir(const std::string& run_dir, attention_form form = attention_form::parallel,
                               state_layout layout = state_layout::symmetric);
 

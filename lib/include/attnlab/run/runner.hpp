@@ -23,8 +23,11 @@
 // Atomicity: runs are trained in place, in runs/<run_id>/, and "a run's
 // files appear atomically" holds for the run as a unit through its marker:
 //   1. take the run's lock (runs/<run_id>/.lock, flock: one writer per run
-//      dir across processes; freed by the kernel when a process dies);
-//   2. look again whether it is done (another process may have finished it);
+//      dir across processes; freed by the kernel when a process dies); a run
+//      whose lock another process holds is put off until this process's
+//      other runs are done, then waited for;
+//   2. look again whether it is done (another process may have finished it,
+//      maybe with another configuration: then it is refused, as below);
 //   3. resume the run (above), or remove result.yaml first, then the
 //      leftovers of an earlier attempt (model.safetensors, metrics.csv,
 //      config.yaml, resume.state, *.tmp*), so an old result never sits beside
@@ -56,6 +59,14 @@
 // limit (max_memory, or what the machine has available: resources.hpp), or
 // the sweep is refused with a config_error naming the run, its estimate and
 // the limit.
+//
+// Finished runs are never lost (docs/outputs-policy.md, "Runs are never
+// lost"): before anything is trained, a finished run (run_check.hpp) whose
+// config.yaml differs from the one the spec now gives it refuses the sweep
+// (config_error naming the runs and the keys) unless `overwrite`; so does
+// another live process writing the same folder with another spec or other
+// overrides (sweep_membership, sweep_dir.hpp). Unfinished runs with another
+// configuration are redone with a warning.
 //
 // Sharding. `--shard I/N` trains run i of the spec (0-based, in `attnlab
 // list` order) iff i mod N == I, so N processes, started anywhere on a shared
@@ -94,6 +105,10 @@ struct runner_options {
     std::size_t max_memory = 0;
     // Seconds between periodic saves of a run's resume state (0: only when stopped).
     double save_every_s = 300;
+    // Retrain finished runs whose configuration the spec or --set changed,
+    // and go ahead while another process writes the folder with another spec;
+    // without it both are refused (config_error) before anything is trained.
+    bool overwrite = false;
 };
 
 struct sweep_outcome {
@@ -101,7 +116,7 @@ struct sweep_outcome {
     std::string summary_path;  // <dir>/summary.csv, or the shard's
     int total = 0;             // runs of this shard (all runs without --shard)
     int skipped = 0, ok = 0, diverged = 0;
-    int busy = 0;  // held by another process's lock; left to it, not in the summary
+    int busy = 0;  // held by another process's lock when this one was stopped; not in the summary
     bool interrupted = false;
     int resumed = 0;  // runs that went on from a resume state
 };

@@ -21,6 +21,11 @@
 
 namespace attnlab {
 
+// spec.yaml's first line: "# attnlab V: spec PATH as run --set K=V ...", with
+// backslashes and control characters of the path and overrides escaped (\\,
+// \n, \r, \xHH) so that it stays one comment line whatever the file's name.
+std::string spec_header(const experiment_spec& spec);
+
 // Writes <dir>/overrides.yaml, then <dir>/spec.yaml: the spec as run.
 void write_spec_as_run(const std::string& dir, const experiment_spec& spec);
 
@@ -30,6 +35,34 @@ void write_spec_as_run(const std::string& dir, const experiment_spec& spec);
 // words of spec.yaml's first line). Throws config_error when <dir>/spec.yaml
 // is missing or no longer a valid spec, io_error when overrides.yaml is malformed.
 experiment_spec load_spec_as_run(const std::string& dir);
+
+// Membership of the `attnlab run` processes writing one results directory:
+// each holds a shared flock on <dir>/.users for its lifetime. The constructor
+// waits for <dir>/.lock (held by one joining process at a time, briefly) and
+// learns whether another live process is a member; the caller compares its
+// spec with the directory's spec.yaml, writes its own, then join()s, which
+// releases <dir>/.lock. So two processes with different specs for one folder
+// cannot both go ahead (docs/outputs-policy.md, "Runs are never lost").
+class sweep_membership {
+public:
+    explicit sweep_membership(const std::string& dir);
+    ~sweep_membership();
+    sweep_membership(const sweep_membership&) = delete;
+    sweep_membership& operator=(const sweep_membership&) = delete;
+    bool others_present() const { return others_; }
+    void join();
+
+private:
+    std::string dir_;
+    int entry_fd_ = -1, users_fd_ = -1;
+    bool others_ = false;
+};
+
+// What differs between the spec `spec` and the spec as run in <dir>
+// (spec.yaml's text and overrides.yaml): empty when they are the same; else
+// a text naming the changed keys of the runs both have, e.g.
+// "train.steps 3000 -> 300 in 8 runs (seed=0, ...)".
+std::string spec_as_run_difference(const std::string& dir, const experiment_spec& spec);
 
 // `attnlab summarize DIR`: rebuilds DIR/summary.csv and DIR/table.md from
 // DIR/spec.yaml (load_spec_as_run) and every done run's result.yaml, rows in

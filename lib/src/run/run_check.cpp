@@ -1,0 +1,140 @@
+// The finished-run test and configuration differences of run_check.hpp.
+#include "attnlab/run/run_check.hpp"
+
+#include <charconv>
+#include <filesystem>
+#include <map>
+
+#include <yaml-cpp/yaml.h>
+
+#include "attnlab/io/files.hpp"
+#include "attnlab/run/run_dir.hpp"
+#include "attnlab/train/checkpoint.hpp"
+#include "attnlab/util/error.hpp"
+
+namespace attnlab {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The step of the last complete row of metrics.csv; empty with `why` set
+// when the file is missing or holds no complete row after its header.
+std::optional<int> last_metrics_step(const std::string& path, std::string& why) {
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) {
+        why = path + ": missing";
+        return std::nullopt;
+    }
+    std::string text;
+    try {
+        text = read_file(path);
+    } catch (const io_error& e) {
+        why = e.what();
+        return std::nullopt;
+    }
+    if (text.empty() || text.back() != '\n') {
+        why = path + ": its last row is cut short";
+        return std::nullopt;
+    }
+    const auto start = text.rfind('\n', text.size() - 2);  // the last line starts after it
+    const std::size_t at = start == std::string::npos ? 0 : start + 1;
+    int step = -1;
+    const auto [p, err] = std::from_chars(text.data() + at, text.data() + text.size(), step);
+    if (at == 0 || err != std::errc() || *p != ',') {
+        why = path + ": no rows, or its last row does not start with a step";
+        return std::nullopt;
+    }
+    return step;
+}
+
+// Why a run with `r` as its result is not complete; empty when it is.
+std::string missing_part(const std::string& run_dir, const run_result& r) {
+    std::string why;
+    const std::string metrics = run_dir + "/metrics.csv";
+    const auto last = last_metrics_step(metrics, why);
+    if (!last) return why;
+    const bool ok = r.status == run_status::ok;
+    if (ok ? *last != r.steps : *last > r.steps)
+        return metrics + ": its last row is step " + std::to_string(*last) + ", result.yaml says " +
+               std::to_string(r.steps) + " steps (truncated or from another attempt)";
+    std::error_code ec;
+    const std::string ckpt = run_dir + "/" + checkpoint_filename;
+    if (ok && !fs::is_regular_file(ckpt, ec)) return ckpt + ": missing (result.yaml says the run ended ok)";
+    return "";
+}
+
+void flatten(const YAML::Node& n, const std::string& prefix, std::map<std::string, std::string>& out) {
+    if (n.IsMap()) {
+        for (const auto& kv : n)
+            flatten(kv.second, prefix.empty() ? kv.first.Scalar() : prefix + "." + kv.first.Scalar(), out);
+        return;
+    }
+    if (n.IsScalar()) {
+        out[prefix] = n.Scalar();
+        return;
+    }
+    YAML::Emitter e;
+    e << YAML::Flow << n;
+    out[prefix] = e.c_str();
+}
+
+std::map<std::string, std::string> flat_keys(const std::string& yaml) {
+    std::map<std::string, std::string> out;
+    try {
+        flatten(YAML::Load(yaml), "", out);
+    } catch (const YAML::Exception&) {
+        out["(config.yaml)"] = "(unreadable)";
+    }
+    return out;
+}
+
+}  // namespace
+
+run_dir_check check_run_dir(const std::string& run_dir) {
+    run_dir_check c;
+    const std::string cfg_path = run_dir + "/config.yaml";
+    std::error_code ec;
+    if (!fs::exists(cfg_path, ec)) return c;
+    try {
+        c.config_yaml = read_file(cfg_path);
+    } catch (const io_error& e) {
+        c.state = run_dir_state::damaged;
+        c.problem = e.what();
+        return c;
+    }
+    c.state = run_dir_state::unfinished;
+    try {
+        c.result = read_run_result(run_dir + "/result.yaml");
+    } catch (const io_error& e) {
+        c.state = run_dir_state::damaged;
+        c.problem = e.what();
+        return c;
+    }
+    if (!c.result || c.result->status == run_status::interrupted) return c;  // unfinished
+    c.problem = missing_part(run_dir, *c.result);
+    c.state = c.problem.empty() ? run_dir_state::finished : run_dir_state::damaged;
+    return c;
+}
+
+std::vector<config_difference> config_differences(const std::string& old_yaml, const std::string& new_yaml) {
+    const auto a = flat_keys(old_yaml), b = flat_keys(new_yaml);
+    std::vector<config_difference> out;
+    for (const auto& [key, value] : a) {
+        const auto it = b.find(key);
+        const std::string other = it == b.end() ? "(none)" : it->second;
+        if (other != value) out.push_back({key, value, other});
+    }
+    for (const auto& [key, value] : b)
+        if (!a.count(key)) out.push_back({key, "(none)", value});
+    return out;
+}
+
+std::string differences_text(const std::vector<config_difference>& diffs) {
+    if (diffs.empty()) return "same keys and values, other text";
+    std::string text;
+    for (const auto& d : diffs) text += (text.empty() ? "" : ", ") + d.key + " " + d.old_value + " -> " + d.new_value;
+    return text;
+}
+
+}  // namespace attnlab
