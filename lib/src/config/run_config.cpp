@@ -59,6 +59,8 @@ int train_seq_len(const task_config& t) { return seq_len_of(t, t.max_len); }
 int test_seq_len(const task_config& t) { return seq_len_of(t, t.test_max_len); }
 int max_seq_len(const task_config& t) { return std::max(train_seq_len(t), test_seq_len(t)); }
 
+int resolved_val_examples(const task_config& t) { return t.val_examples > 0 ? t.val_examples : t.test_examples; }
+
 int resolved_mlp_hidden(const model_config& m) {
     switch (m.mlp) {
         case mlp_kind::swiglu:

@@ -91,10 +91,12 @@ memory_estimate estimate_training_memory(const run_config& cfg, int threads) {
     // rope_tables(max_T, HS): cos and sin, (max_T, HS / 2) each.
     if (rope) scr += 2 * T * (HS / 2);
     e.scratch = scr * f;
-    // The task (tasks/task.cpp): test set, training pool (train_examples > 0)
-    // and train_run's batch, tokens and targets as int32 each.
+    // The task (tasks/task.cpp): test set, validation set (training length),
+    // training pool (train_examples > 0) and train_run's batch, tokens and
+    // targets as int32 each.
     const sz ids = 2 * sizeof(std::int32_t);
     e.scratch += static_cast<sz>(std::max(t.test_examples, 0)) * test_T * ids;
+    e.scratch += static_cast<sz>(std::max(resolved_val_examples(t), 0)) * train_T * ids;
     e.scratch += static_cast<sz>(std::max(t.train_examples, 0)) * train_T * ids;
     e.scratch += B * train_T * ids;
     // clip_grad_norm (optimizer.cpp): one double per chunk of 4096 gradients.

@@ -588,6 +588,7 @@ const std::vector<key_def>& schema() {
             int_key("task.n_tokens", FIELD(task.n_tokens)).range(1, max_len).needed().only_when(selective_copy_only),
             int_key("task.noise_len", FIELD(task.noise_len)).range(0, max_len).needed().only_when(selective_copy_only),
             int_key("task.test_examples", FIELD(task.test_examples)).at_least(1),
+            int_key("task.val_examples", FIELD(task.val_examples)).at_least(1),  // default: test_examples
             int_key("task.train_examples", FIELD(task.train_examples)).at_least(0),
 
             int_key("model.layers", FIELD(model.layers)).range(1, 64).needed(),
@@ -978,6 +979,7 @@ void fill_derived_defaults(run_config& c) {
         if (c.task.test_max_len == 0) c.task.test_max_len = c.task.max_len;
     }
     if (c.model.mlp == mlp_kind::swiglu) c.model.mlp_hidden = resolved_mlp_hidden(c.model);
+    c.task.val_examples = resolved_val_examples(c.task);
 }
 
 // ---------------------------------------------------------------- resolution

@@ -39,6 +39,7 @@ struct task_config {
     int noise_len = 64;  // L blanks among the M tokens
     // every task
     int test_examples = 256;
+    int val_examples = 0;    // resolved: defaults to test_examples (resolved_val_examples)
     int train_examples = 0;  // 0: fresh batches every step; > 0: a fixed pool
 };
 
@@ -96,5 +97,6 @@ int train_seq_len(const task_config& t);
 int test_seq_len(const task_config& t);  // input length T of the test set (copy: 2 test_max_len)
 int max_seq_len(const task_config& t);   // longest input (sizes the learned position table)
 int resolved_mlp_hidden(const model_config& m);
+int resolved_val_examples(const task_config& t);  // val_examples, or test_examples when unset (0)
 
 }  // namespace attnlab
