@@ -50,7 +50,7 @@ base:
   train: {steps: 4000, batch: 4, lr: 1.0e-3, warmup: 2, eval_every: 100}
 seeds: [0, 1]
 )";
-constexpr std::size_t full_metrics_lines = 1 + 1 + 2 * 40;  // header, step 0, (train, test) x 40
+constexpr std::size_t full_metrics_lines = 1 + 2 + 3 * 40;  // header, step 0 (val, test), (train, val, test) x 40
 
 // two_seeds with 400 steps (a few rows) and other seeds.
 std::string edit_steps(std::string text, const std::string& seeds = "seeds: [0, 1]\n") {
@@ -410,7 +410,7 @@ TEST_CASE("an output folder that cannot be created is an error naming it; finish
 TEST_CASE("a full disk (RLIMIT_FSIZE) ends the run with an error naming the file and loses nothing", "[faults]") {
     temp_dir tmp;
     const fs::path one = tmp / "one.yaml", spec = tmp / "faults.yaml";
-    // 400 steps: config.yaml is 503 bytes, metrics.csv grows to 743, model.safetensors is 16600.
+    // 400 steps: config.yaml is 522 bytes, metrics.csv grows to 1029, model.safetensors is 16600.
     write_text(one, edit_steps(two_seeds, "seeds: [0]\n"));
     write_text(spec, edit_steps(two_seeds, "seeds: [0, 1, 2]\n"));
     const fs::path out = tmp / "out", res = out / "faults";
@@ -448,7 +448,7 @@ TEST_CASE("a full disk (RLIMIT_FSIZE) ends the run with an error naming the file
     for (const char* id : {"seed=1", "seed=2"}) {
         INFO(id);
         CHECK(read_run_result((res / "runs" / id / "result.yaml").string()));
-        CHECK(line_count(res / "runs" / id / "metrics.csv") == 1 + 1 + 2 * 4);
+        CHECK(line_count(res / "runs" / id / "metrics.csv") == 1 + 2 + 3 * 4);
     }
     CHECK(temporaries(res).empty());
 }

@@ -71,8 +71,8 @@ seeds: [0, 1, 2]
 )";
 const std::vector<std::string> six_ids = {"train.lr=0.001,seed=0", "train.lr=0.001,seed=1", "train.lr=0.001,seed=2",
                                           "train.lr=0.003,seed=0", "train.lr=0.003,seed=1", "train.lr=0.003,seed=2"};
-// header + step 0 test + (train, test) at 50, 100, ..., 300
-constexpr std::size_t six_metrics_lines = 1 + 1 + 2 * 6;
+// header + step 0 val and test + (train, val, test) at 50, 100, ..., 300
+constexpr std::size_t six_metrics_lines = 1 + 2 + 3 * 6;
 
 // Runs the spec in one unsharded process with --jobs 1 into `out`; the reference.
 fs::path reference_run(const temp_dir& dir, const fs::path& spec) {

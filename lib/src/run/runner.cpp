@@ -79,8 +79,8 @@ std::string duration_text(double s) {
     return buf;
 }
 
-const std::vector<std::string> metrics_header = {"step", "split",     "loss",         "token_acc", "seq_acc",
-                                                 "lr",   "grad_norm", "tokens_per_s", "elapsed_s"};
+// A cell that does not apply to its row is empty, never 0.
+std::string optional_cell(const std::optional<double>& v) { return v ? format_number(*v) : ""; }
 
 std::vector<std::string> metrics_fields(const metrics_row& r) {
     return {std::to_string(r.step),
@@ -88,9 +88,9 @@ std::vector<std::string> metrics_fields(const metrics_row& r) {
             format_number(r.m.loss),
             format_number(r.m.token_acc),
             format_number(r.m.seq_acc),
-            format_number(r.lr),
-            format_number(r.grad_norm),
-            format_number(std::round(r.tokens_per_s)),
+            optional_cell(r.lr),
+            optional_cell(r.grad_norm),
+            optional_cell(r.tokens_per_s ? std::optional<double>(std::round(*r.tokens_per_s)) : std::nullopt),
             format_number(std::round(r.elapsed_s * 1000) / 1000)};
 }
 
@@ -146,10 +146,11 @@ void remove_temporaries(const std::string& run_dir) {
     for (const auto& p : stale) fs::remove(p, ec);
 }
 
-// Rows of metrics.csv a run has written after `step` of its steps: the test
-// row of step 0, then a train and a test row at each evaluation step.
+// Rows of metrics.csv a run has written after `step` of its steps: the val
+// and test rows of step 0, then a train, a val and a test row at each
+// evaluation step.
 std::size_t metrics_rows_after(const train_config& tc, int step) {
-    return 1 + 2 * static_cast<std::size_t>(step / tc.eval_every);  // step < tc.steps
+    return 2 + 3 * static_cast<std::size_t>(step / tc.eval_every);  // step < tc.steps
 }
 
 // Cuts metrics.csv back to its header and the rows of steps <= `step`
@@ -163,7 +164,7 @@ bool keep_metrics_up_to(const std::string& path, const train_config& tc, int ste
         why = e.what();
         return false;
     }
-    const std::string header = csv_line(metrics_header);
+    const std::string header = csv_line(metrics_csv_columns());
     if (text.compare(0, header.size(), header) != 0) {
         why = path + " has another header";
         return false;
@@ -242,9 +243,7 @@ void sweep_runner::write_summary() {
     std::vector<summary_entry> entries;
     for (std::size_t i = 0; i < results_.size(); ++i)
         if (results_[i]) entries.push_back({&spec_.runs[i], *results_[i]});
-    const std::string dir = summary_dir();
-    write_file_atomic(dir + "/summary.csv", summary_csv(spec_, entries));
-    write_file_atomic(dir + "/table.md", summary_table_md(spec_, entries));
+    write_summary_files(summary_dir(), out_.dir + "/runs", spec_, entries);
 }
 
 void sweep_runner::log_progress() {
@@ -324,19 +323,24 @@ attempt sweep_runner::train_one(std::size_t i) {
     } else {
         clean_run_dir(dir);
         write_file_atomic(dir + "/config.yaml", config_yaml);
-        write_file_atomic(dir + "/metrics.csv", csv_line(metrics_header));
+        write_file_atomic(dir + "/metrics.csv", csv_line(metrics_csv_columns()));
     }
     metrics_file metrics(dir + "/metrics.csv");
 
     train_callbacks cb;
     cb.stop = stop_;
-    double last_train_loss = NAN, last_train_acc = NAN, last_tps = NAN;
+    double last_train_loss = NAN, last_train_acc = NAN, last_tps = NAN, last_val_loss = NAN, last_val_acc = NAN;
     cb.on_row = [&](const metrics_row& r) {
         metrics.row(metrics_fields(r));
         if (r.split == "train") {
             last_train_loss = r.m.loss;
             last_train_acc = r.m.token_acc;
-            last_tps = r.tokens_per_s;
+            last_tps = r.tokens_per_s.value_or(NAN);
+            return;
+        }
+        if (r.split == "val") {
+            last_val_loss = r.m.loss;
+            last_val_acc = r.m.token_acc;
             return;
         }
         if (r.step == 0) {
@@ -352,10 +356,10 @@ attempt sweep_runner::train_one(std::size_t i) {
             sweep_left = run_left + static_cast<double>(queue_.size() - started) * per_run / opt_.jobs;
         }
         spdlog::info(
-            "{} step {}/{} | train loss {:.4f} acc {:.3f} | test loss {:.4f} acc {:.3f} seq {:.3f} | "
-            "{:.1f}k tok/s | left: run {}, sweep {}",
-            tg, r.step, steps, last_train_loss, last_train_acc, r.m.loss, r.m.token_acc, r.m.seq_acc, last_tps / 1000,
-            duration_text(run_left), duration_text(sweep_left));
+            "{} step {}/{} | train loss {:.4f} acc {:.3f} | val loss {:.4f} acc {:.3f} | test loss {:.4f} acc {:.3f} "
+            "seq {:.3f} | {:.1f}k tok/s | left: run {}, sweep {}",
+            tg, r.step, steps, last_train_loss, last_train_acc, last_val_loss, last_val_acc, r.m.loss, r.m.token_acc,
+            r.m.seq_acc, last_tps / 1000, duration_text(run_left), duration_text(sweep_left));
     };
     // Checkpoint: written before result.yaml, which marks the run complete.
     bool saved = false;
@@ -383,9 +387,10 @@ attempt sweep_runner::train_one(std::size_t i) {
     if (res.status == run_status::diverged) {
         spdlog::warn("{} diverged: {}; no checkpoint saved", tg, res.reason);
     } else {
-        spdlog::info("{} done in {}: test token acc {:.4f}, seq acc {:.4f} (best {:.4f} at step {})", tg,
-                     duration_text(res.wall_s), res.final_test.token_acc, res.final_test.seq_acc,
-                     res.best_test.token_acc, res.best_step);
+        spdlog::info(
+            "{} done in {}: test token acc {:.4f}, seq acc {:.4f} (at step {}, lowest val loss: test token acc {:.4f})",
+            tg, duration_text(res.wall_s), res.final_test.token_acc, res.final_test.seq_acc, res.best_step,
+            res.best_test.token_acc);
         if (!saved) spdlog::warn("{} parameters not finite; no checkpoint saved", tg);
     }
     return {attempt_kind::trained, res};

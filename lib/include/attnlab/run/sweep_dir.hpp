@@ -4,8 +4,8 @@
 //
 //   spec.yaml       the spec's text under one comment line naming it and the --set overrides
 //   overrides.yaml  the --set overrides as a YAML list of strings: what `summarize` re-applies
-//   summary.csv, table.md            the whole sweep (run without --shard, or `attnlab summarize`)
-//   shards/<I>-of-<N>/summary.csv, table.md   the runs of one shard
+//   summary.csv, curves.csv, table.md   the whole sweep (run without --shard, or `attnlab summarize`)
+//   shards/<I>-of-<N>/summary.csv, curves.csv, table.md   the runs of one shard
 //   runs/<run_id>/  config.yaml, metrics.csv, model.safetensors, result.yaml, .lock,
 //                   resume.state (a run stopped mid-way; see runner.hpp)
 //
@@ -64,7 +64,7 @@ private:
 // True when another process holds the run's lock (it is training the run).
 bool run_locked_elsewhere(const std::string& run_dir);
 
-// `attnlab summarize DIR`: rebuilds DIR/summary.csv and DIR/table.md from
+// `attnlab summarize DIR`: rebuilds DIR/summary.csv, curves.csv and table.md from
 // DIR/spec.yaml (load_spec_as_run) and every done run's result.yaml, rows in
 // spec order, whichever process or shard trained them.
 struct summarize_outcome {

@@ -1,8 +1,9 @@
 // Synthetic tasks (docs/tasks.md). A task turns a seed into a stream of
 // training batches and two fixed sets, validation and test, each from its own
-// seed stream: results choose on validation, the test set only reports. Each example is an input
-// sequence and, at each position, either the target token (an answer
-// position) or no_target; loss and accuracy count answer positions only.
+// seed stream: results choose on validation, the test set only reports. Each
+// example is an input sequence and, at each position, either the target token
+// (an answer position) or no_target; loss and accuracy count answer positions
+// only.
 #pragma once
 #include <cstdint>
 #include <memory>
