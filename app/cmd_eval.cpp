@@ -7,7 +7,7 @@
 
 #include "attnlab/io/csv.hpp"
 #include "attnlab/run/runner.hpp"
-#include "attnlab/train/checkpoint.hpp"
+#include "attnlab/run/run_dir.hpp"
 #include "commands.hpp"
 
 namespace attnlab::cli {

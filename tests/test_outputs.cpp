@@ -16,7 +16,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "attnlab/model/memory_estimate.hpp"
+#include "attnlab/train/memory_estimate.hpp"
+#include "attnlab/run/run_dir.hpp"
 #include "attnlab/run/run_groups.hpp"
 #include "attnlab/run/runner.hpp"
 #include "attnlab/run/summary.hpp"
