@@ -45,7 +45,9 @@ _TEXT_COLUMNS = ("run_id", "status", "split", "reason")
 
 
 def _read_csv(path) -> pd.DataFrame:
-    df = pd.read_csv(path, keep_default_na=False, na_values=_NA, dtype={"run_id": str})
+    # round_trip: every number reads back as the double attnlab wrote (the
+    # default parser can be one unit in the last place off).
+    df = pd.read_csv(path, keep_default_na=False, na_values=_NA, dtype={"run_id": str}, float_precision="round_trip")
     types = {c: "float64" for c in _FLOAT_COLUMNS if c in df.columns}
     types.update({c: "object" for c in _TEXT_COLUMNS if c in df.columns})
     return df.astype(types)
