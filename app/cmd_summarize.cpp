@@ -1,4 +1,4 @@
-// attnlab summarize DIR: rebuild DIR/summary.csv and DIR/table.md from
+// attnlab summarize DIR: rebuild DIR/summary.csv, curves.csv and table.md from
 // DIR/spec.yaml (with its --set overrides) and every finished run in
 // DIR/runs/, whichever process or shard trained it. Runs that are not done
 // are listed; the exit code is then 1, and the summary holds the others.
@@ -11,7 +11,7 @@ namespace attnlab::cli {
 
 void add_summarize(CLI::App& app, action& chosen) {
     auto* cmd = app.add_subcommand(
-        "summarize", "Rebuild DIR/summary.csv and DIR/table.md from every finished run (merges --shard runs)");
+        "summarize", "Rebuild DIR/summary.csv, curves.csv and table.md from every finished run (merges --shard runs)");
     auto dir = std::make_shared<std::string>();
     cmd->add_option("DIR", *dir, "Results directory of a spec (results/<name>)")->required();
     cmd->callback([dir, &chosen] {
@@ -23,8 +23,8 @@ void add_summarize(CLI::App& app, action& chosen) {
             if (!res.strays.empty())
                 spdlog::info("{} directories in {}/runs are no run of the spec (ignored), e.g. {}", res.strays.size(),
                              d, res.strays.front());
-            spdlog::info("summarize: {}/{} runs done{}; wrote {}/summary.csv and {}/table.md", res.found, res.total,
-                         res.missing.empty() ? "" : fmt::format(", {} missing", res.missing.size()), d, d);
+            spdlog::info("summarize: {}/{} runs done{}; wrote {}/summary.csv, curves.csv and table.md", res.found,
+                         res.total, res.missing.empty() ? "" : fmt::format(", {} missing", res.missing.size()), d);
             return res.missing.empty() ? exit_ok : exit_failure;
         };
     });

@@ -212,6 +212,22 @@ class Run:
         return int(d) // h if d and h else None
 
 
+def swept_keys(run_ids):
+    """The swept keys (seed last) in the order the run ids list them: an id is
+    its swept key=value pairs joined by ',' (summary.csv has a column for every
+    configuration key, swept or not)."""
+    keys = []
+    for run_id in run_ids:
+        for part in run_id.split(","):
+            key = part.split("=", 1)[0]
+            if key and key not in keys:
+                keys.append(key)
+    if "seed" in keys:
+        keys.remove("seed")
+        keys.append("seed")
+    return keys
+
+
 def read_results(results_dir):
     """The runs of summary.csv, each with its metrics rows, and the swept keys (seed included)."""
     if not os.path.isdir(results_dir):
@@ -227,7 +243,7 @@ def read_results(results_dir):
         raise InputError(f"{summary}: no column {', '.join(absent)} (not a summary written by attnlab)")
     if not rows:
         raise InputError(f"{summary} lists no runs")
-    swept = header[header.index("status") + 1:header.index("final_test_loss")] if "final_test_loss" in header else []
+    swept = swept_keys(r["run_id"] for r in rows)
     runs = [Run(r, read_config(os.path.join(results_dir, "runs", r["run_id"], "config.yaml"))) for r in rows]
     attach_curves(results_dir, runs)
     return runs, swept

@@ -414,7 +414,8 @@ TEST_CASE_METHOD(tiny_spec_dir, "attnlab run writes the results tree and skips f
         REQUIRE(fs::is_regular_file(run / "metrics.csv"));
         const auto rows = metrics_rows(run / "metrics.csv");
         const std::vector<std::pair<int, std::string>> expected = {
-            {0, "test"}, {10, "train"}, {10, "test"}, {20, "train"}, {20, "test"}, {25, "train"}, {25, "test"}};
+            {0, "val"},  {0, "test"},  {10, "train"}, {10, "val"}, {10, "test"}, {20, "train"},
+            {20, "val"}, {20, "test"}, {25, "train"}, {25, "val"}, {25, "test"}};
         CHECK(rows == expected);
         REQUIRE(fs::is_regular_file(run / "result.yaml"));
         const std::string result = read_text(run / "result.yaml");
@@ -505,7 +506,7 @@ TEST_CASE("attnlab run is deterministic with --threads 1", "[cli]") {
         const fs::path run = fs::path("tiny") / "runs" / ("seed=" + std::to_string(seed));
         INFO(run);
         const std::string m1 = read_text(out1 / run / "metrics.csv"), m2 = read_text(out2 / run / "metrics.csv");
-        CHECK(lines_of(m1).size() == 8);
+        CHECK(lines_of(m1).size() == 12);  // header, val and test at step 0, train, val and test at 10, 20, 25
         CHECK(metrics_without_timings(m1) == metrics_without_timings(m2));
         CHECK(read_text(out1 / run / "config.yaml") == read_text(out2 / run / "config.yaml"));
     }
@@ -593,6 +594,6 @@ TEST_CASE("attnlab run stops on SIGINT with exit code 130 and keeps finished run
     CHECK(!fs::exists(long_run / "result.yaml"));
     const auto rows = metrics_rows(long_run / "metrics.csv");
     REQUIRE(!rows.empty());
-    CHECK(rows.front() == std::make_pair(0, std::string("test")));
+    CHECK(rows.front() == std::make_pair(0, std::string("val")));
     CHECK(lines_of(read_text(res / "summary.csv")).size() == 2);
 }

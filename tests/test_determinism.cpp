@@ -61,7 +61,7 @@ TEST_CASE("the same spec, seed and thread count give the same metrics and checkp
         const std::string n = std::to_string(threads);
         const run_files a = run_once(tmp, spec, "first_" + n, threads);
         const run_files b = run_once(tmp, spec, "second_" + n, threads);
-        CHECK(lines_of(a.metrics).size() == 1 + 1 + 2 * 2);
+        CHECK(lines_of(a.metrics).size() == 1 + 2 + 3 * 2);  // header, val and test at 0, then train, val, test
         CHECK(metrics_without_timings(a.metrics) == metrics_without_timings(b.metrics));
         CHECK(a.model == b.model);
     }
@@ -87,10 +87,11 @@ run_config tiny_config() {
     return c;
 }
 
-// Metrics rows without their timings, as text.
+// Metrics rows without their timings, as text (an empty cell where a value does not apply).
 std::string row_text(const metrics_row& r) {
+    auto cell = [](const std::optional<double>& v) { return v ? format_number(*v) : std::string(); };
     return csv_line({std::to_string(r.step), r.split, format_number(r.m.loss), format_number(r.m.token_acc),
-                     format_number(r.m.seq_acc), format_number(r.lr), format_number(r.grad_norm)});
+                     format_number(r.m.seq_acc), cell(r.lr), cell(r.grad_norm)});
 }
 
 // In-process training on one OpenMP thread (a busy machine makes waiting threads slow).

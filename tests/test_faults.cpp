@@ -37,7 +37,7 @@ namespace {
 // Two seeds of a tiny model; one run takes about half a second, so a signal
 // sent when the second run has a few rows lands in its middle.
 const std::string two_seeds = tiny_lookup_spec("faults", 4000, 100, "seeds: [0, 1]\n");
-constexpr std::size_t full_metrics_lines = 1 + 1 + 2 * 40;  // header, step 0, (train, test) x 40
+constexpr std::size_t full_metrics_lines = 1 + 2 + 3 * 40;  // header, step 0 (val, test), (train, val, test) x 40
 
 // The same with 400 steps (a few rows) and other seeds.
 std::string short_runs(const std::string& seeds = "seeds: [0, 1]\n") {
@@ -265,7 +265,7 @@ TEST_CASE("an output folder that cannot be created is an error naming it; finish
 TEST_CASE("a full disk (RLIMIT_FSIZE) ends the run with an error naming the file and loses nothing", "[faults]") {
     temp_dir tmp;
     const fs::path one = tmp / "one.yaml", spec = tmp / "faults.yaml";
-    // 400 steps: config.yaml is 503 bytes, metrics.csv grows to 743, model.safetensors is 16600.
+    // 400 steps: config.yaml is 522 bytes, metrics.csv grows to 1029, model.safetensors is 16600.
     write_text(one, short_runs("seeds: [0]\n"));
     write_text(spec, short_runs("seeds: [0, 1, 2]\n"));
     const fs::path out = tmp / "out", res = out / "faults";
@@ -305,7 +305,7 @@ TEST_CASE("a full disk (RLIMIT_FSIZE) ends the run with an error naming the file
     for (const char* id : {"seed=1", "seed=2"}) {
         INFO(id);
         CHECK(read_run_result((res / "runs" / id / "result.yaml").string()));
-        CHECK(line_count(res / "runs" / id / "metrics.csv") == 1 + 1 + 2 * 4);
+        CHECK(line_count(res / "runs" / id / "metrics.csv") == 1 + 2 + 3 * 4);
     }
     CHECK(temporaries(res).empty());
 }

@@ -89,9 +89,10 @@ TEST_CASE("memory estimate: every term equals a hand count for a small config", 
     // 8 (b, h) pairs: wsum 8x8, numer 8x8x8, min_abs 8 floats; nonpositive 8 longs
     CHECK(e.attention == (64 + 512 + 8) * 4 + 8 * sizeof(long));
     // dres dln dq dk dv datt 6 x 512, dq_raw dk_raw 1024, dfc_* 3 x 1536, dg_* 3 x 64,
-    // dlnf_ans 512, dlogits 512, rope cos/sin 2 x 8x4 (floats); test set 16x8, batch 4x8 (tokens and
-    // targets, int32); the gradient norm's one chunk sum (a double)
-    CHECK(e.scratch == (3072 + 1024 + 4608 + 192 + 512 + 512 + 64) * 4 + (16 * 8 + 4 * 8) * 2 * 4 + 8);
+    // dlnf_ans 512, dlogits 512, rope cos/sin 2 x 8x4 (floats); test set 16x8, validation set 16x8
+    // (val_examples defaults to test_examples), batch 4x8 (tokens and targets, int32); the gradient
+    // norm's one chunk sum (a double)
+    CHECK(e.scratch == (3072 + 1024 + 4608 + 192 + 512 + 512 + 64) * 4 + (16 * 8 + 16 * 8 + 4 * 8) * 2 * 4 + 8);
     // attention scratch of one thread: S W dW 3 x 64x8 (a block of 64 rows), Vg dU dVg dFq dFk 5 x 8x8, dz 8, row 8
     CHECK(e.per_thread == (3 * 512 + 5 * 64 + 8 + 8) * 4);
     // 3 threads: 3 shards of the batch of 4, each with its attention scratch, shards 1 and 2 with a gradient buffer

@@ -25,7 +25,9 @@ run_result sample_result() {
     r.status = run_status::diverged;
     r.reason = "loss not finite at step 3";
     r.steps = 2;
+    r.final_val = {1.375, 0.375, 0.0};
     r.final_test = {1.5, 0.25, 0.0};
+    r.best_val = {1.125, 0.625, 0.25};
     r.best_test = {1.25, 0.5, 0.125};
     r.best_step = 1;
     r.wall_s = 0.75;
@@ -51,6 +53,9 @@ TEST_CASE("run dir: result.yaml is written atomically and read back field by fie
     CHECK(back->final_test.loss == r.final_test.loss);
     CHECK(back->final_test.token_acc == r.final_test.token_acc);
     CHECK(back->best_test.seq_acc == r.best_test.seq_acc);
+    CHECK(back->final_val.token_acc == r.final_val.token_acc);
+    CHECK(back->best_val.loss == r.best_val.loss);
+    CHECK(back->best_val.seq_acc == r.best_val.seq_acc);
     CHECK(back->best_step == r.best_step);
     CHECK(back->wall_s == r.wall_s);
     CHECK(back->params == r.params);

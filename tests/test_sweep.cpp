@@ -44,8 +44,8 @@ const std::string six_runs =
     tiny_lookup_spec("six", 300, 50, "sweep:\n  train.lr: [1.0e-3, 3.0e-3]\nseeds: [0, 1, 2]\n");
 const std::vector<std::string> six_ids = {"train.lr=0.001,seed=0", "train.lr=0.001,seed=1", "train.lr=0.001,seed=2",
                                           "train.lr=0.003,seed=0", "train.lr=0.003,seed=1", "train.lr=0.003,seed=2"};
-// header + step 0 test + (train, test) at 50, 100, ..., 300
-constexpr std::size_t six_metrics_lines = 1 + 1 + 2 * 6;
+// header + step 0 val and test + (train, val, test) at 50, 100, ..., 300
+constexpr std::size_t six_metrics_lines = 1 + 2 + 3 * 6;
 
 // The folder of a test that runs six_runs (spec, out and res).
 struct six_runs_dir : spec_in_temp_dir {

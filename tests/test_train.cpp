@@ -101,7 +101,7 @@ TEST_CASE("training is deterministic for a seed", "[train]") {
     train_run(c, {[&](const metrics_row& r) { a.push_back(r); }, nullptr});
     train_run(c, {[&](const metrics_row& r) { b.push_back(r); }, nullptr});
     REQUIRE(a.size() == b.size());
-    REQUIRE(a.size() == 3);  // test at 0, train and test at the last step
+    REQUIRE(a.size() == 5);  // val and test at 0, train, val and test at the last step
     for (size_t i = 0; i < a.size(); ++i) {
         CHECK(a[i].m.loss == b[i].m.loss);
         CHECK(a[i].m.token_acc == b[i].m.token_acc);

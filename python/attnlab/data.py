@@ -7,7 +7,9 @@ induction) with the split logic of lib/src/tasks/task.cpp: the training
 stream comes from derive_seed(seed, STREAM_TRAIN), as fresh examples on every
 batch or, with task.train_examples > 0, as uniform draws from a pool of the
 stream's first train_examples examples; the test set from
-derive_seed(seed, STREAM_TEST). The maths of the tasks is in docs/tasks.md.
+derive_seed(seed, STREAM_TEST); the validation set, drawn like training
+examples, from derive_seed(seed, STREAM_VAL). The maths of the tasks is in
+docs/tasks.md.
 
 Targets use attnlab's no-target value NO_TARGET = -1 off the answer
 positions. Arrays are numpy int32 of shape (B, T), as the C++ batch holds
@@ -28,6 +30,7 @@ NO_TARGET = -1
 # derive_seed stream tags of lib/include/attnlab/tasks/task.hpp.
 STREAM_TRAIN = 1
 STREAM_TEST = 2
+STREAM_VAL = 4  # 3 is the parameter init
 
 _MASK = (1 << 64) - 1
 _UINT64_MAX = _MASK
@@ -232,7 +235,7 @@ def task_settings(config: dict) -> dict:
         raise ValueError("task config has no `kind`")
     defaults = {"vocab": 64, "seq_len": 32, "pairs": 4, "power_a": 0.01, "random_filler": False, "min_len": 0,
                 "max_len": 16, "test_min_len": 0, "test_max_len": 0, "n_tokens": 16, "noise_len": 64,
-                "test_examples": 256, "train_examples": 0}
+                "test_examples": 256, "val_examples": 0, "train_examples": 0}
     for k, v in defaults.items():
         t.setdefault(k, v)
     if not t["min_len"]:
@@ -241,6 +244,8 @@ def task_settings(config: dict) -> dict:
         t["test_min_len"] = t["min_len"]
     if not t["test_max_len"]:
         t["test_max_len"] = t["max_len"]
+    if not t["val_examples"]:
+        t["val_examples"] = t["test_examples"]
     return t
 
 
@@ -327,6 +332,7 @@ class Task:
         # The pool is the training stream's first `pool` examples, drawn once.
         self._pool = _fill(pool, self.train_T, self._train_fill, self._train_rng) if pool > 0 else None
         self._test = None
+        self._val = None
 
     def test_set(self) -> tuple[np.ndarray, np.ndarray]:
         """(tokens, targets), each (test_examples, test_T) int32; made once."""
@@ -334,6 +340,14 @@ class Task:
             r = Rng(derive_seed(self.seed, STREAM_TEST))
             self._test = _fill(int(self.settings["test_examples"]), self.test_T, self._test_fill, r)
         return self._test
+
+    def val_set(self) -> tuple[np.ndarray, np.ndarray]:
+        """(tokens, targets), each (val_examples, train_T) int32, drawn like
+        training examples; made once."""
+        if self._val is None:
+            r = Rng(derive_seed(self.seed, STREAM_VAL))
+            self._val = _fill(int(self.settings["val_examples"]), self.train_T, self._train_fill, r)
+        return self._val
 
     def next_train_batch(self, B: int) -> tuple[np.ndarray, np.ndarray]:
         """The next B training examples of the stream: (B, train_T) tokens and targets."""
@@ -347,6 +361,12 @@ def test_set(config: dict) -> tuple[np.ndarray, np.ndarray]:
     """A run's test set (tokens, targets), (test_examples, T) int32, no target -1:
     the examples `attnlab eval` scores."""
     return Task(config).test_set()
+
+
+def val_set(config: dict) -> tuple[np.ndarray, np.ndarray]:
+    """A run's validation set (tokens, targets), (val_examples, T) int32: the
+    examples its `val` rows of metrics.csv score."""
+    return Task(config).val_set()
 
 
 def train_batches(config: dict, batch: int | None = None,

@@ -3,8 +3,8 @@ metrics.csv, and the learning curves of every run as one long table.
 
     results/<name>/summary.csv             one row per finished run
     results/<name>/runs/<run_id>/metrics.csv   one row per evaluation
-    results/<name>/curves.csv              (when present) every run's metrics.csv
-                                           rows with run_id in front
+    results/<name>/curves.csv              every run's metrics.csv rows, led by
+                                           run_id, seed and the other swept keys
 
 Types: the metric columns (loss, accuracies, lr, grad_norm, tokens_per_s,
 elapsed_s, wall_s and summary's final_/best_ metrics) are always float64,
@@ -18,6 +18,8 @@ run_id, status, split and reason are text even when all empty.
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 
 import pandas as pd
@@ -33,31 +35,35 @@ _NA = ["", "nan", "-nan"]
 
 
 # Numbers that are fractions or rates, whatever their cells look like.
-_FLOAT_COLUMNS = ("loss", "token_acc", "seq_acc", "lr", "grad_norm", "tokens_per_s", "elapsed_s", "wall_s",
-                  "final_test_loss", "final_test_token_acc", "final_test_seq_acc", "best_test_loss",
-                  "best_test_token_acc", "best_test_seq_acc")
+_FLOAT_COLUMNS = ("loss", "token_acc", "seq_acc", "lr", "grad_norm", "tokens_per_s", "elapsed_s", "wall_s") + tuple(
+    f"{when}_{split}_{metric}" for when in ("final", "best") for split in ("val", "test")
+    for metric in ("loss", "token_acc", "seq_acc"))
 
 
 # Text even when every cell is empty (pandas would make that column float).
 _TEXT_COLUMNS = ("run_id", "status", "split", "reason")
 
 
-def _read_csv(path: str) -> pd.DataFrame:
-    df = pd.read_csv(path, keep_default_na=False, na_values=_NA, dtype={"run_id": str})
+def _read_csv(path) -> pd.DataFrame:
+    # round_trip: every number reads back as the double attnlab wrote (the
+    # default parser can be one unit in the last place off).
+    df = pd.read_csv(path, keep_default_na=False, na_values=_NA, dtype={"run_id": str}, float_precision="round_trip")
     types = {c: "float64" for c in _FLOAT_COLUMNS if c in df.columns}
     types.update({c: "object" for c in _TEXT_COLUMNS if c in df.columns})
     return df.astype(types)
 
 
 def read_summary(results_dir: str) -> pd.DataFrame:
-    """results_dir/summary.csv: run_id, status, the swept keys, final and best
-    test metrics, steps, wall_s, params, state sizes, reason."""
+    """results_dir/summary.csv: run_id, status, every configuration key (empty
+    where it does not apply to a run), final and best val and test metrics,
+    steps, wall_s, params, state sizes, lr_selected, reason (docs/outputs.md)."""
     return _read_csv(os.path.join(results_dir, SUMMARY_FILE))
 
 
 def read_metrics(run_dir: str) -> pd.DataFrame:
-    """run_dir/metrics.csv: step, split (train or test), loss, token_acc,
-    seq_acc, lr, grad_norm, tokens_per_s, elapsed_s."""
+    """run_dir/metrics.csv: step, split (train, val or test), loss, token_acc,
+    seq_acc, lr, grad_norm, tokens_per_s, elapsed_s (empty where a value does
+    not apply: NaN)."""
     return _read_csv(os.path.join(run_dir, METRICS_FILE))
 
 
@@ -73,19 +79,43 @@ def run_ids(results_dir: str) -> list[str]:
     return ordered + [r for r in found if r not in ordered]
 
 
+def swept_keys(ids: list[str]) -> list[str]:
+    """The swept keys of a sweep (seed last), in the order its run ids list
+    them: a run id is the run's swept key=value pairs joined by ','."""
+    keys: list[str] = []
+    for run_id in ids:
+        for part in run_id.split(","):
+            key = part.split("=", 1)[0]
+            if key and key not in keys:
+                keys.append(key)
+    if "seed" in keys:
+        keys.remove("seed")
+        keys.append("seed")
+    return keys
+
+
 def curves_from_runs(results_dir: str) -> pd.DataFrame:
-    """Every results_dir/runs/<run_id>/metrics.csv in one DataFrame with a
-    run_id column in front (run order of run_ids): the table curves.csv
-    holds."""
-    frames = []
-    for run_id in run_ids(results_dir):
-        m = read_metrics(os.path.join(results_dir, RUNS_DIR, run_id))
-        m.insert(0, "run_id", run_id)
-        frames.append(m)
-    if not frames:
+    """Every results_dir/runs/<run_id>/metrics.csv in one DataFrame led by
+    run_id, seed and the other swept keys (their values from summary.csv),
+    in the run order of run_ids: the table curves.csv holds."""
+    ids = run_ids(results_dir)
+    if not ids:
         raise FileNotFoundError(f"{results_dir}: no {RUNS_DIR}/<run_id>/{METRICS_FILE}")
-    # Every frame has the same columns and dtypes, so int64 columns stay int64.
-    return pd.concat(frames, ignore_index=True)
+    summary: dict[str, dict] = {}
+    if os.path.isfile(os.path.join(results_dir, SUMMARY_FILE)):
+        with open(os.path.join(results_dir, SUMMARY_FILE), newline="") as f:
+            summary = {r["run_id"]: r for r in csv.DictReader(f)}
+    lead = ["seed"] + [k for k in swept_keys(ids) if k != "seed"]
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    for n, run_id in enumerate(ids):
+        with open(os.path.join(results_dir, RUNS_DIR, run_id, METRICS_FILE), newline="") as f:
+            rows = list(csv.reader(f))
+        if n == 0:
+            w.writerow(["run_id"] + lead + rows[0])
+        cells = summary.get(run_id, {})
+        w.writerows([run_id] + [cells.get(k, "") for k in lead] + row for row in rows[1:])
+    return _read_csv(io.StringIO(out.getvalue()))
 
 
 def read_curves(results_dir: str) -> pd.DataFrame:

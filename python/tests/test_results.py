@@ -36,7 +36,8 @@ class ResultsTest(unittest.TestCase):
         self.assertEqual(list(s["run_id"]), support.TINY_RUNS)
         for col in ("seed", "best_step", "steps", "params", "nonpositive_denominator_steps"):
             self.assertEqual(s[col].dtype, np.int64, col)
-        for col in ("final_test_loss", "final_test_token_acc", "final_test_seq_acc", "best_test_loss", "wall_s"):
+        for col in ("final_test_loss", "final_test_token_acc", "final_test_seq_acc", "best_test_loss",
+                    "final_val_loss", "best_val_token_acc", "wall_s"):
             self.assertEqual(s[col].dtype, np.float64, col)
         for col in ("run_id", "status", "task.kind", "reason"):
             self.assertEqual(s[col].dtype, object, col)
@@ -46,10 +47,15 @@ class ResultsTest(unittest.TestCase):
 
     def test_summary_empty_cells_are_nan(self):
         s = attnlab.read_summary(self.results)
-        # The lookup grid does not sweep task.vocab; the copy grid sets it to 16.
-        self.assertEqual(s["task.vocab"].dtype, np.float64)
-        self.assertTrue(s["task.vocab"][:2].isna().all())
-        self.assertEqual(list(s["task.vocab"][2:]), [16.0, 16.0])
+        # Every key has its resolved value in every row, swept or not: the
+        # lookup grid does not sweep task.vocab (the base's 64), the copy grid sets it to 16.
+        self.assertEqual(s["task.vocab"].dtype, np.int64)
+        self.assertEqual(list(s["task.vocab"]), [64, 64, 16, 16])
+        # A key that does not apply to a run's task is empty: NaN.
+        self.assertEqual(s["task.seq_len"].dtype, np.float64)
+        self.assertEqual(list(s["task.seq_len"][:2]), [32.0, 32.0])
+        self.assertTrue(s["task.seq_len"][2:].isna().all())
+        self.assertTrue(s["task.max_len"][:2].isna().all())
         # `reason` is empty for every run here: NaN, in a text column.
         self.assertTrue(s["reason"].isna().all())
         # task.kind is set in both grids: no NaN
@@ -67,29 +73,30 @@ class ResultsTest(unittest.TestCase):
         self.assertEqual(list(m["step"]), [int(r[0]) for r in rows])
         self.assertEqual(list(m["loss"]), [float(r[2]) for r in rows])
         self.assertEqual(list(m[m["split"] == "test"]["step"]), [0, 20, 40])
+        self.assertEqual(list(m[m["split"] == "val"]["step"]), [0, 20, 40])
+        # Cells that do not apply are empty: no lr at step 0, no grad_norm outside train rows.
+        self.assertTrue(m[m["step"] == 0]["lr"].isna().all())
+        self.assertTrue(m[m["split"] != "train"]["grad_norm"].isna().all())
+        self.assertFalse(m[m["split"] == "train"]["grad_norm"].isna().any())
 
     def test_curves_from_the_runs(self):
         c = attnlab.read_curves(self.results)
-        self.assertEqual(list(c.columns), ["run_id"] + METRICS_COLUMNS)
+        lead = ["run_id", "seed", "task.kind", "task.vocab", "task.min_len", "task.max_len"]
+        self.assertEqual(list(c.columns), lead + METRICS_COLUMNS)
+        self.assertEqual(list(c[c["run_id"] == support.TINY_RUNS[0]]["task.vocab"].unique()), [64])
         self.assertEqual(c["step"].dtype, np.int64)
         self.assertEqual(c["loss"].dtype, np.float64)
         order = list(attnlab.read_summary(self.results)["run_id"])
         self.assertEqual(list(dict.fromkeys(c["run_id"])), order)  # summary's order
         for run_id in order:
-            part = c[c["run_id"] == run_id].drop(columns="run_id").reset_index(drop=True)
+            part = c[c["run_id"] == run_id].drop(columns=lead).reset_index(drop=True)
             pd.testing.assert_frame_equal(part, attnlab.read_metrics(os.path.join(self.results, "runs", run_id)))
 
     def test_curves_csv_is_read_when_present(self):
-        # A copy of the folder with a curves.csv written as attnlab will write
-        # it: every metrics.csv row with run_id in front, run ids quoted.
+        # attnlab's curves.csv is the table curves_from_runs builds.
         d = os.path.join(support.temp_dir("attnlab_py_curves_"), "quickstart")
         shutil.copytree(self.results, d)
-        with open(os.path.join(d, "curves.csv"), "w", newline="") as f:
-            w = csv.writer(f, lineterminator="\n")
-            w.writerow(["run_id"] + METRICS_COLUMNS)
-            for run_id in attnlab.run_ids(d):
-                for row in csv_rows(os.path.join(d, "runs", run_id, "metrics.csv"))[1:]:
-                    w.writerow([run_id] + row)
+        self.assertTrue(os.path.isfile(os.path.join(d, "curves.csv")))
         from_csv = attnlab.read_curves(d)
         pd.testing.assert_frame_equal(from_csv, attnlab.curves_from_runs(d))
         # It is that file that was read: drop a row and see it gone.

@@ -28,6 +28,8 @@ const char* to_string(schedule_kind v) {
     return "?";
 }
 
+int resolved_val_examples(const task_config& t) { return t.val_examples > 0 ? t.val_examples : t.test_examples; }
+
 int resolved_mlp_hidden(const model_config& m) {
     switch (m.mlp) {
         case mlp_kind::swiglu:

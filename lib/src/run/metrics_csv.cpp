@@ -9,8 +9,10 @@
 
 namespace attnlab {
 
+// The val and test rows of step 0, then a train, a val and a test row at each
+// evaluation step.
 std::size_t metrics_rows_after(const train_config& tc, int step) {
-    return 1 + 2 * static_cast<std::size_t>(step / tc.eval_every);  // step < tc.steps
+    return 2 + 3 * static_cast<std::size_t>(step / tc.eval_every);  // step < tc.steps
 }
 
 std::optional<std::size_t> metrics_prefix_up_to(const std::string& text, const std::string& path,

@@ -56,9 +56,11 @@ std::string run_result_to_yaml(const run_result& r) {
     s << "status: " << to_string(r.status) << "\n";
     s << "reason: " << yaml_quoted(r.reason) << "\n";
     s << "steps: " << r.steps << "\n";
+    metrics("final_val", r.final_val);
     metrics("final_test", r.final_test);
-    metrics("best_test", r.best_test);
     s << "best_step: " << r.best_step << "\n";
+    metrics("best_val", r.best_val);
+    metrics("best_test", r.best_test);
     s << "wall_s: " << yaml_number(r.wall_s) << "\n";
     s << "params: " << r.params << "\n";
     s << "nonpositive_denominator_steps: " << r.nonpositive_denominator_steps << "\n";
@@ -99,9 +101,11 @@ std::optional<run_result> read_run_result(const std::string& path) {
         r.status = parse_status(n["status"].as<std::string>(), path);
         r.reason = n["reason"].as<std::string>();
         r.steps = n["steps"].as<int>();
+        r.final_val = parse_metrics(n["final_val"]);
         r.final_test = parse_metrics(n["final_test"]);
-        r.best_test = parse_metrics(n["best_test"]);
         r.best_step = n["best_step"].as<int>();
+        r.best_val = parse_metrics(n["best_val"]);
+        r.best_test = parse_metrics(n["best_test"]);
         r.wall_s = parse_number(n["wall_s"]);
         r.params = n["params"].as<std::size_t>();
         r.nonpositive_denominator_steps = n["nonpositive_denominator_steps"].as<long>();

@@ -85,15 +85,18 @@ std::string duration_text(double s) {
     return buf;
 }
 
+// A cell that does not apply to its row is empty, never 0.
+std::string optional_cell(const std::optional<double>& v) { return v ? format_number(*v) : ""; }
+
 std::vector<std::string> metrics_fields(const metrics_row& r) {
     return {std::to_string(r.step),
             r.split,
             format_number(r.m.loss),
             format_number(r.m.token_acc),
             format_number(r.m.seq_acc),
-            format_number(r.lr),
-            format_number(r.grad_norm),
-            format_number(std::round(r.tokens_per_s)),
+            optional_cell(r.lr),
+            optional_cell(r.grad_norm),
+            optional_cell(r.tokens_per_s ? std::optional<double>(std::round(*r.tokens_per_s)) : std::nullopt),
             format_number(std::round(r.elapsed_s * 1000) / 1000)};
 }
 
@@ -178,9 +181,7 @@ void sweep_runner::write_summary() {
     std::vector<summary_entry> entries;
     for (std::size_t i = 0; i < results_.size(); ++i)
         if (results_[i]) entries.push_back({&spec_.runs[i], *results_[i]});
-    const std::string dir = summary_dir();
-    write_file_atomic(dir + "/summary.csv", summary_csv(spec_, entries));
-    write_file_atomic(dir + "/table.md", summary_table_md(spec_, entries));
+    write_summary_files(summary_dir(), out_.dir + "/runs", spec_, entries);
 }
 
 void sweep_runner::log_progress() {
@@ -277,19 +278,24 @@ attempt sweep_runner::train_one(std::size_t i, bool wait) {
     } else {
         clear_run_dir(dir);
         write_file_atomic(dir + "/config.yaml", config_yaml);
-        write_file_atomic(dir + "/metrics.csv", csv_line(metrics_header));
+        write_file_atomic(dir + "/metrics.csv", csv_line(metrics_csv_columns()));
     }
     metrics_file metrics(dir + "/metrics.csv");
 
     train_callbacks cb;
     cb.stop = stop_;
-    double last_train_loss = NAN, last_train_acc = NAN, last_tps = NAN;
+    double last_train_loss = NAN, last_train_acc = NAN, last_tps = NAN, last_val_loss = NAN, last_val_acc = NAN;
     cb.on_row = [&](const metrics_row& r) {
         metrics.row(metrics_fields(r));
         if (r.split == "train") {
             last_train_loss = r.m.loss;
             last_train_acc = r.m.token_acc;
-            last_tps = r.tokens_per_s;
+            last_tps = r.tokens_per_s.value_or(NAN);
+            return;
+        }
+        if (r.split == "val") {
+            last_val_loss = r.m.loss;
+            last_val_acc = r.m.token_acc;
             return;
         }
         if (r.step == 0) {
@@ -305,10 +311,10 @@ attempt sweep_runner::train_one(std::size_t i, bool wait) {
             sweep_left = run_left + static_cast<double>(queue_.size() - started) * per_run / opt_.jobs;
         }
         spdlog::info(
-            "{} step {}/{} | train loss {:.4f} acc {:.3f} | test loss {:.4f} acc {:.3f} seq {:.3f} | "
-            "{:.1f}k tok/s | left: run {}, sweep {}",
-            tg, r.step, steps, last_train_loss, last_train_acc, r.m.loss, r.m.token_acc, r.m.seq_acc, last_tps / 1000,
-            duration_text(run_left), duration_text(sweep_left));
+            "{} step {}/{} | train loss {:.4f} acc {:.3f} | val loss {:.4f} acc {:.3f} | test loss {:.4f} acc {:.3f} "
+            "seq {:.3f} | {:.1f}k tok/s | left: run {}, sweep {}",
+            tg, r.step, steps, last_train_loss, last_train_acc, last_val_loss, last_val_acc, r.m.loss, r.m.token_acc,
+            r.m.seq_acc, last_tps / 1000, duration_text(run_left), duration_text(sweep_left));
     };
     // Checkpoint: written before result.yaml, which marks the run complete.
     bool saved = false;
@@ -336,9 +342,10 @@ attempt sweep_runner::train_one(std::size_t i, bool wait) {
     if (res.status == run_status::diverged) {
         spdlog::warn("{} diverged: {}; no checkpoint saved", tg, res.reason);
     } else {
-        spdlog::info("{} done in {}: test token acc {:.4f}, seq acc {:.4f} (best {:.4f} at step {})", tg,
-                     duration_text(res.wall_s), res.final_test.token_acc, res.final_test.seq_acc,
-                     res.best_test.token_acc, res.best_step);
+        spdlog::info(
+            "{} done in {}: test token acc {:.4f}, seq acc {:.4f} (at step {}, lowest val loss: test token acc {:.4f})",
+            tg, duration_text(res.wall_s), res.final_test.token_acc, res.final_test.seq_acc, res.best_step,
+            res.best_test.token_acc);
         if (!saved) spdlog::warn("{} parameters not finite; no checkpoint saved", tg);
     }
     return {attempt_kind::trained, res};

@@ -1,13 +1,21 @@
+// The sweep's summary.csv and curves.csv (table.md is in summary_table.cpp;
+// result.yaml in run_dir.cpp); docs/outputs.md describes them.
 #include "attnlab/run/summary.hpp"
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <stdexcept>
 
+#include <spdlog/spdlog.h>
+
 #include "attnlab/attention/recurrent.hpp"
 #include "attnlab/io/csv.hpp"
+#include "attnlab/io/files.hpp"
+#include "attnlab/run/metrics_csv.hpp"
+#include "attnlab/run/run_groups.hpp"
 #include "attnlab/util/error.hpp"
 
 namespace attnlab {
@@ -38,32 +46,53 @@ state_size run_state_size(const run_config& cfg) {
     return s;
 }
 
+const std::vector<std::string>& metrics_csv_columns() { return metrics_header; }
+
+std::map<std::string, std::string> config_map(const run_config& cfg) {
+    std::map<std::string, std::string> out;
+    for (auto& kv : config_values(cfg)) out.emplace(std::move(kv.key), std::move(kv.value));
+    return out;
+}
+
 namespace {
-// The value of swept key `key` for a run ("" if its grid does not sweep it).
-std::string swept_value_of(const run_point& p, const std::string& key) {
-    for (const auto& s : p.swept)
-        if (s.key == key) return s.value;
-    return "";
+const char* const metric_names[] = {"loss", "token_acc", "seq_acc"};
+
+// A key's value in a config_map, "" where the key does not apply.
+std::string cell_of(const std::map<std::string, std::string>& config, const std::string& key) {
+    const auto it = config.find(key);
+    return it == config.end() ? "" : it->second;
+}
+
+void add_metrics(std::vector<std::string>& row, const eval_metrics& m) {
+    for (double v : {m.loss, m.token_acc, m.seq_acc}) row.push_back(format_number(v));
 }
 }  // namespace
 
 std::string summary_csv(const experiment_spec& spec, const std::vector<summary_entry>& entries) {
+    const std::vector<std::string> keys = config_keys();
     std::vector<std::string> header = {"run_id", "status"};
-    header.insert(header.end(), spec.swept_keys.begin(), spec.swept_keys.end());
-    for (const char* h :
-         {"final_test_loss", "final_test_token_acc", "final_test_seq_acc", "best_test_loss", "best_test_token_acc",
-          "best_test_seq_acc", "best_step", "steps", "wall_s", "params", "state_floats", "state_floats_full",
-          "state_bytes", "nonpositive_denominator_steps", "reason"})
+    header.insert(header.end(), keys.begin(), keys.end());
+    for (const char* prefix : {"final_val_", "final_test_"})
+        for (const char* m : metric_names) header.push_back(std::string(prefix) + m);
+    header.emplace_back("best_step");
+    for (const char* prefix : {"best_val_", "best_test_"})
+        for (const char* m : metric_names) header.push_back(std::string(prefix) + m);
+    for (const char* h : {"steps", "wall_s", "params", "state_floats", "state_floats_full", "state_bytes",
+                          "nonpositive_denominator_steps", "lr_selected", "reason"})
         header.emplace_back(h);
+    const lr_selection lr = select_learning_rates(spec, entries);
     std::string out = csv_line(header);
-    for (const auto& e : entries) {
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        const summary_entry& e = entries[i];
         const run_result& r = e.result;
         std::vector<std::string> row = {e.point->id, to_string(r.status)};
-        for (const auto& k : spec.swept_keys) row.push_back(swept_value_of(*e.point, k));
-        for (double v : {r.final_test.loss, r.final_test.token_acc, r.final_test.seq_acc, r.best_test.loss,
-                         r.best_test.token_acc, r.best_test.seq_acc})
-            row.push_back(format_number(v));
+        const auto config = config_map(e.point->config);
+        for (const auto& k : keys) row.push_back(cell_of(config, k));
+        add_metrics(row, r.final_val);
+        add_metrics(row, r.final_test);
         row.push_back(std::to_string(r.best_step));
+        add_metrics(row, r.best_val);
+        add_metrics(row, r.best_test);
         row.push_back(std::to_string(r.steps));
         char wall[32];
         std::snprintf(wall, sizeof wall, "%.2f", r.wall_s);
@@ -74,90 +103,55 @@ std::string summary_csv(const experiment_spec& spec, const std::vector<summary_e
         row.push_back(format_number(st.full_floats));
         row.push_back(format_number(st.bytes()));
         row.push_back(std::to_string(r.nonpositive_denominator_steps));
+        row.emplace_back(lr.swept ? (lr.selected[i] ? "true" : "false") : "");
         row.push_back(describe(r));
         out += csv_line(row);
     }
     return out;
 }
 
-namespace {
-struct mean_std {
-    double mean = 0, std = 0;
-};
-mean_std stats(const std::vector<double>& v) {
-    mean_std s;
-    if (v.empty()) return s;
-    for (double x : v) s.mean += x;
-    s.mean /= v.size();
-    if (v.size() > 1) {
-        for (double x : v) s.std += (x - s.mean) * (x - s.mean);
-        s.std = std::sqrt(s.std / (v.size() - 1));  // sample std over seeds
+std::string curves_csv(const experiment_spec& spec, const std::vector<summary_entry>& entries,
+                       const std::string& runs_dir) {
+    const std::vector<std::string> keys = grouping_keys(spec, false);
+    std::vector<std::string> header = {"run_id", "seed"};
+    header.insert(header.end(), keys.begin(), keys.end());
+    const std::string metrics_header = csv_line(metrics_csv_columns());
+    header.insert(header.end(), metrics_csv_columns().begin(), metrics_csv_columns().end());
+    std::string out = csv_line(header);
+    for (const summary_entry& e : entries) {
+        const std::string path = runs_dir + "/" + e.point->id + "/metrics.csv";
+        std::string text;
+        try {
+            text = read_file(path);
+        } catch (const io_error& err) {
+            spdlog::warn("curves.csv: {} left out ({})", e.point->id, err.what());
+            continue;
+        }
+        if (text.compare(0, metrics_header.size(), metrics_header) != 0) {
+            spdlog::warn("curves.csv: {} left out ({} has other columns)", e.point->id, path);
+            continue;
+        }
+        const auto config = config_map(e.point->config);
+        std::vector<std::string> lead = {e.point->id, std::to_string(e.point->config.seed)};
+        for (const auto& k : keys) lead.push_back(cell_of(config, k));
+        std::string prefix = csv_line(lead);
+        prefix.back() = ',';  // the metrics row's fields follow
+        // The rows of metrics.csv as written (complete lines only).
+        for (std::size_t at = metrics_header.size(); at < text.size();) {
+            const auto nl = text.find('\n', at);
+            if (nl == std::string::npos) break;
+            out += prefix + text.substr(at, nl + 1 - at);
+            at = nl + 1;
+        }
     }
-    return s;
+    return out;
 }
-std::string fmt(const mean_std& s) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.3f ± %.3f", s.mean, s.std);
-    return buf;
-}
-}  // namespace
 
-std::string summary_table_md(const experiment_spec& spec, const std::vector<summary_entry>& entries) {
-    std::vector<std::string> group_keys;
-    for (const auto& k : spec.swept_keys)
-        if (k != "seed") group_keys.push_back(k);
-
-    // Groups in first-appearance order.
-    std::vector<std::string> order;
-    std::map<std::string, std::vector<const summary_entry*>> groups;
-    std::map<std::string, std::vector<std::string>> group_values;
-    for (const auto& e : entries) {
-        std::vector<std::string> values;
-        std::string label;
-        for (const auto& k : group_keys) {
-            values.push_back(swept_value_of(*e.point, k));
-            label += values.back() + "\x1f";
-        }
-        if (!groups.count(label)) {
-            order.push_back(label);
-            group_values[label] = values;
-        }
-        groups[label].push_back(&e);
-    }
-
-    std::ostringstream s;
-    s << "# " << spec.name << "\n\n"
-      << "Final test metrics, mean ± std over seeds; solved = fraction of seeds with test token accuracy >= "
-      << solved_token_acc << ". Diverged runs count as unsolved and are left out of the means.\n\n|";
-    for (const auto& k : group_keys) s << " " << k << " |";
-    s << " runs | diverged | solved | token_acc | seq_acc | loss |\n|";
-    for (std::size_t i = 0; i < group_keys.size() + 6; ++i) s << "---|";
-    s << "\n";
-    for (const auto& label : order) {
-        std::vector<double> tok, seq, loss;
-        int diverged = 0, solved = 0;
-        const auto& members = groups[label];
-        for (const auto* e : members) {
-            if (e->result.status != run_status::ok) {
-                ++diverged;
-                continue;
-            }
-            tok.push_back(e->result.final_test.token_acc);
-            seq.push_back(e->result.final_test.seq_acc);
-            loss.push_back(e->result.final_test.loss);
-            solved += e->result.final_test.token_acc >= solved_token_acc;
-        }
-        s << "|";
-        for (const auto& v : group_values[label]) s << " " << v << " |";
-        char frac[32];
-        std::snprintf(frac, sizeof frac, "%d/%zu", solved, members.size());
-        s << " " << members.size() << " | " << diverged << " | " << frac << " | ";
-        if (tok.empty())
-            s << "– | – | – |\n";
-        else
-            s << fmt(stats(tok)) << " | " << fmt(stats(seq)) << " | " << fmt(stats(loss)) << " |\n";
-    }
-    return s.str();
+void write_summary_files(const std::string& dir, const std::string& runs_dir, const experiment_spec& spec,
+                         const std::vector<summary_entry>& entries) {
+    write_file_atomic(dir + "/summary.csv", summary_csv(spec, entries));
+    write_file_atomic(dir + "/table.md", summary_table_md(spec, entries));
+    write_file_atomic(dir + "/curves.csv", curves_csv(spec, entries, runs_dir));
 }
 
 }  // namespace attnlab

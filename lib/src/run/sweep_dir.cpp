@@ -217,8 +217,7 @@ summarize_outcome summarize_sweep_dir(const std::string& dir) {
         if (it->is_directory() && !ids.count(it->path().filename().string()))
             out.strays.push_back(it->path().filename().string());
     std::sort(out.strays.begin(), out.strays.end());
-    write_file_atomic(dir + "/summary.csv", summary_csv(spec, entries));
-    write_file_atomic(dir + "/table.md", summary_table_md(spec, entries));
+    write_summary_files(dir, dir + "/runs", spec, entries);
     return out;
 }
 

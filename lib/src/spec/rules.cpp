@@ -82,6 +82,7 @@ const std::vector<rule>& combination_rules() {
 void fill_derived_defaults(run_config& c) {
     traits_of(c.task.kind).fill_defaults(c.task);
     if (c.model.mlp == mlp_kind::swiglu) c.model.mlp_hidden = resolved_mlp_hidden(c.model);
+    c.task.val_examples = resolved_val_examples(c.task);
 }
 
 }  // namespace attnlab::spec_internal

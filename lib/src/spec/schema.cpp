@@ -144,6 +144,7 @@ const std::vector<key_def>& schema() {
             int_key("task.n_tokens", FIELD(task.n_tokens)).range(1, max_len).needed().only_when(reads("n_tokens")),
             int_key("task.noise_len", FIELD(task.noise_len)).range(0, max_len).needed().only_when(reads("noise_len")),
             int_key("task.test_examples", FIELD(task.test_examples)).at_least(1),
+            int_key("task.val_examples", FIELD(task.val_examples)).at_least(1),  // default: test_examples
             int_key("task.train_examples", FIELD(task.train_examples)).at_least(0),
 
             int_key("model.layers", FIELD(model.layers)).range(1, 64).needed(),

@@ -149,6 +149,20 @@ std::string run_config_to_yaml(const run_config& cfg) {
     return out;
 }
 
+std::vector<std::string> config_keys() {
+    std::vector<std::string> out;
+    for (const key_def& d : schema()) out.push_back(d.key);
+    return out;
+}
+
+std::vector<swept_value> config_values(const run_config& cfg) {
+    std::vector<swept_value> out;
+    for (const key_def& d : schema())
+        if (applies(d, cfg))
+            if (std::optional<value> v = d.get(cfg)) out.push_back({d.key, v->text()});
+    return out;
+}
+
 run_config run_config_from_yaml(const std::string& yaml_text, const std::string& file_label) {
     try {
         const YAML::Node root = load_yaml(yaml_text, file_label);

@@ -46,7 +46,7 @@ std::unique_ptr<task> make_copy_task(const task_config& cfg, std::uint64_t seed)
                            copy_example(tok, tgt, test_T, vocab, test_lo, test_hi, r);
                        }};
     return std::make_unique<generated_task>(model_vocab_size(cfg), std::move(train), std::move(test),
-                                            cfg.train_examples, cfg.test_examples, seed);
+                                            cfg.train_examples, resolved_val_examples(cfg), cfg.test_examples, seed);
 }
 
 }  // namespace attnlab

@@ -58,7 +58,7 @@ std::unique_ptr<task> make_induction_task(const task_config& cfg, std::uint64_t 
     auto fill = [=](std::int32_t* tok, std::int32_t* tgt, rng& r) { induction_example(tok, tgt, V, N, r); };
     return std::make_unique<generated_task>(model_vocab_size(cfg), example_split{train_seq_len(cfg), fill},
                                             example_split{test_seq_len(cfg), fill}, cfg.train_examples,
-                                            cfg.test_examples, seed);
+                                            resolved_val_examples(cfg), cfg.test_examples, seed);
 }
 
 }  // namespace attnlab

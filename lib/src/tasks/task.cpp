@@ -1,4 +1,4 @@
-// Training stream, fixed pool and test set shared by every task (SPEC §4),
+// Training stream, fixed pool, validation and test sets shared by every task (docs/tasks.md),
 // and make_task, which picks a task's generators from its config.
 #include <algorithm>
 #include <cstddef>
@@ -24,18 +24,21 @@ void fill_batch(batch& out, int B, const example_split& split, rng& r) {
 }  // namespace
 
 generated_task::generated_task(int vocab_size, example_split train, example_split test, int train_examples,
-                               int test_examples, std::uint64_t seed)
+                               int val_examples, int test_examples, std::uint64_t seed)
     : vocab_size_(vocab_size),
       train_(std::move(train)),
       test_(std::move(test)),
       train_rng_(derive_seed(seed, stream_train)) {
-    if (vocab_size_ < 1 || train_.T < 1 || test_.T < 1 || train_examples < 0 || test_examples < 0)
+    if (vocab_size_ < 1 || train_.T < 1 || test_.T < 1 || train_examples < 0 || val_examples < 0 || test_examples < 0)
         throw std::logic_error("generated_task: bad sizes (vocab " + std::to_string(vocab_size_) + ", T " +
                                std::to_string(train_.T) + "/" + std::to_string(test_.T) + ", examples " +
-                               std::to_string(train_examples) + "/" + std::to_string(test_examples) + ")");
+                               std::to_string(train_examples) + "/" + std::to_string(val_examples) + "/" +
+                               std::to_string(test_examples) + ")");
     if (train_examples > 0) fill_batch(pool_, train_examples, train_, train_rng_);
     rng test_rng(derive_seed(seed, stream_test));
     fill_batch(test_set_, test_examples, test_, test_rng);
+    rng val_rng(derive_seed(seed, stream_val));
+    fill_batch(val_set_, val_examples, train_, val_rng);
 }
 
 void generated_task::next_train_batch(batch& out, int B) {

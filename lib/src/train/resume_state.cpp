@@ -18,7 +18,7 @@ namespace {
 
 static_assert(std::endian::native == std::endian::little, "resume states are written as little-endian bytes");
 constexpr const char* resume_magic = "attnlab-resume\n";
-constexpr std::uint32_t resume_version = 1;
+constexpr std::uint32_t resume_version = 2;  // 2: validation metrics in the result
 
 std::uint64_t fnv1a(const char* p, std::size_t n) {
     std::uint64_t h = 0xcbf29ce484222325ULL;
@@ -121,9 +121,11 @@ std::string train_state_encode(const train_state& st, const std::string& config_
     w.put<std::int32_t>(static_cast<std::int32_t>(r.status));
     w.put_string(r.reason);
     w.put<std::int64_t>(r.steps);
+    w.put_metrics(r.final_val);
     w.put_metrics(r.final_test);
-    w.put_metrics(r.best_test);
     w.put<std::int64_t>(r.best_step);
+    w.put_metrics(r.best_val);
+    w.put_metrics(r.best_test);
     w.put(r.wall_s);
     w.put<std::uint64_t>(r.params);
     w.put<std::int64_t>(r.nonpositive_denominator_steps);
@@ -167,9 +169,11 @@ train_state train_state_decode(const std::string& bytes, const std::string& labe
     r.status = static_cast<run_status>(status);
     r.reason = in.get_string();
     r.steps = in.get_int<int>("result steps");
+    r.final_val = in.get_metrics();
     r.final_test = in.get_metrics();
-    r.best_test = in.get_metrics();
     r.best_step = in.get_int<int>("best step");
+    r.best_val = in.get_metrics();
+    r.best_test = in.get_metrics();
     r.wall_s = in.get<double>();
     r.params = static_cast<std::size_t>(in.get<std::uint64_t>());
     r.nonpositive_denominator_steps = in.get_int<long>("nonpositive denominator steps");

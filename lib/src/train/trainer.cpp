@@ -60,6 +60,17 @@ double seconds_since(clock_type::time_point t0) {
 
 }  // namespace
 
+void record_evaluation(run_result& r, int step, const eval_metrics& val, const eval_metrics& test) {
+    const bool better = val.loss < r.best_val.loss || (std::isnan(r.best_val.loss) && !std::isnan(val.loss));
+    if (step == 0 || better) {
+        r.best_step = step;
+        r.best_val = val;
+        r.best_test = test;
+    }
+    r.final_val = val;
+    r.final_test = test;
+}
+
 eval_metrics evaluate(transformer<float>& model, const batch& data, int chunk_B) {
     metrics_accumulator acc;
     for (int first = 0; first < data.B; first += chunk_B) {
@@ -78,6 +89,7 @@ run_result train_run(const run_config& cfg, const train_callbacks& cb, const tra
     model.init_params(static_cast<std::uint64_t>(cfg.seed));
     adamw<float> opt(model.layout(), cfg.train.weight_decay);
     const train_config& tc = cfg.train;
+    const batch& val = data->val_set();
     const batch& test = data->test_set();
 
     run_result res;
@@ -121,23 +133,24 @@ run_result train_run(const run_config& cfg, const train_callbacks& cb, const tra
         if (cb.on_row) cb.on_row(r);
     };
 
-    // The test metrics at `step`; tracks the best and the final.
-    auto test_row = [&](int step, double lr) {
-        metrics_row r;
-        r.step = step;
-        r.split = "test";
-        r.m = evaluate(model, test, tc.batch);
-        r.lr = lr;
-        r.elapsed_s = elapsed();
-        if (step == 0 || r.m.token_acc > res.best_test.token_acc) {
-            res.best_test = r.m;
-            res.best_step = step;
-        }
-        res.final_test = r.m;
-        emit(r);
-        return r.m;
+    // The val and test rows at `step` (lr: the rate of that step, none at
+    // step 0); the result tracks the final and the best evaluation.
+    auto evaluation_rows = [&](int step, std::optional<double> lr) {
+        metrics_row v;
+        v.step = step;
+        v.split = "val";
+        v.m = evaluate(model, val, tc.batch);
+        v.lr = lr;
+        v.elapsed_s = elapsed();
+        emit(v);
+        metrics_row t = v;
+        t.split = "test";
+        t.m = evaluate(model, test, tc.batch);
+        t.elapsed_s = elapsed();
+        emit(t);
+        record_evaluation(res, step, v.m, t.m);
     };
-    if (!resume) test_row(0, 0.0);
+    if (!resume) evaluation_rows(0, std::nullopt);
 
     auto window_t0 = clock_type::now();
     auto last_save = clock_type::now();
@@ -195,7 +208,7 @@ run_result train_run(const run_config& cfg, const train_callbacks& cb, const tra
             r.tokens_per_s = static_cast<double>(window_steps) * b.B * b.T / (window_s0 + seconds_since(window_t0));
             r.elapsed_s = elapsed();
             emit(r);
-            test_row(step, lr);
+            evaluation_rows(step, lr);
             window = metrics_accumulator{};
             grad_norm_sum = 0;
             window_steps = 0;

@@ -39,6 +39,7 @@ struct task_config {
     int noise_len = 64;  // L blanks among the M tokens
     // every task
     int test_examples = 256;
+    int val_examples = 0;    // resolved: defaults to test_examples (resolved_val_examples)
     int train_examples = 0;  // 0: fresh batches every step; > 0: a fixed pool
 };
 
@@ -90,5 +91,6 @@ const char* to_string(schedule_kind v);
 // The task sizes (model_vocab_size, train_seq_len, test_seq_len, max_seq_len)
 // are declared in tasks/task_table.hpp, included above.
 int resolved_mlp_hidden(const model_config& m);
+int resolved_val_examples(const task_config& t);  // val_examples, or test_examples when unset (0)
 
 }  // namespace attnlab

@@ -13,8 +13,9 @@ namespace attnlab {
 inline const std::vector<std::string> metrics_header = {"step", "split",     "loss",         "token_acc", "seq_acc",
                                                         "lr",   "grad_norm", "tokens_per_s", "elapsed_s"};
 
-// Rows of metrics.csv a run has written after `step` of its steps: the test
-// row of step 0, then a train and a test row at each evaluation step.
+// Rows of metrics.csv a run has written after `step` of its steps: the val
+// and test rows of step 0, then a train, a val and a test row at each
+// evaluation step.
 std::size_t metrics_rows_after(const train_config& tc, int step);
 
 // The length of the part of `text` (the contents of the metrics.csv at

@@ -1,5 +1,5 @@
 // Runs the runs of an experiment spec and writes SPEC §6's outputs:
-//   <out>/<name>/spec.yaml, overrides.yaml, summary.csv, table.md,
+//   <out>/<name>/spec.yaml, overrides.yaml, summary.csv, curves.csv, table.md,
 //   <out>/<name>/runs/<run_id>/config.yaml, metrics.csv, model.safetensors, result.yaml
 // (the layout and the "done" test are in sweep_dir.hpp).
 //
@@ -71,8 +71,8 @@
 // Sharding. `--shard I/N` trains run i of the spec (0-based, in `attnlab
 // list` order) iff i mod N == I, so N processes, started anywhere on a shared
 // filesystem, split the sweep without talking to each other. Each writes its
-// runs and shards/<I>-of-<N>/summary.csv and table.md; `attnlab summarize`
-// (summarize_sweep_dir) then rebuilds the sweep's summary.csv and table.md.
+// runs and shards/<I>-of-<N>/summary.csv, curves.csv and table.md; `attnlab
+// summarize` (summarize_sweep_dir) then rebuilds the sweep's three files.
 #pragma once
 #include <atomic>
 #include <cstddef>

@@ -1,6 +1,8 @@
-// The sweep's summary.csv and table.md, built from its runs' results
-// (result.yaml, read and written by result_file.hpp).
+// The sweep's summary.csv, curves.csv and table.md, built from its runs'
+// results (result.yaml, read and written by result_file.hpp) and metrics.csv;
+// every column is described in docs/outputs.md.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,14 +31,36 @@ struct state_size {
 };
 state_size run_state_size(const run_config& cfg);
 
-// One row per run: run_id, status, every swept key, final and best test
-// metrics, steps, wall_s, params, state size per layer and head, the steps
-// with a non-positive softmax sum, reason.
+// The columns of a run's metrics.csv.
+const std::vector<std::string>& metrics_csv_columns();
+
+// A run's resolved configuration by dotted key, values as config.yaml writes
+// them; keys that do not apply to the run are absent.
+std::map<std::string, std::string> config_map(const run_config& cfg);
+
+// One row per run: run_id, status, every configuration key (config_keys(),
+// empty where a key does not apply to the run), the final val and test
+// metrics, the best step (lowest val loss) and the val and test metrics
+// there, steps, wall_s, params, state size per layer and head, the steps
+// with a non-positive softmax sum, lr_selected (when train.lr is swept), reason.
 std::string summary_csv(const experiment_spec& spec, const std::vector<summary_entry>& entries);
 
-// Mean ± std over seeds of the final test metrics, grouped by the other swept
-// keys, and the fraction of seeds that solve the task (token acc >= 0.99).
+// Every entry's metrics.csv (<runs_dir>/<run_id>/metrics.csv) in one long
+// table, each row led by run_id, seed and the other swept keys' values. A run
+// whose metrics.csv is missing or has other columns is left out, with a warning.
+std::string curves_csv(const experiment_spec& spec, const std::vector<summary_entry>& entries,
+                       const std::string& runs_dir);
+
+// The final test metrics of each group of runs that differ only in their
+// seed: mean ± std and each seed's value, the fraction of seeds that solve
+// the task (token acc >= 0.99); when train.lr is swept, first each variant
+// at its chosen rate (run_groups.hpp).
 std::string summary_table_md(const experiment_spec& spec, const std::vector<summary_entry>& entries);
+
+// Writes <dir>/summary.csv, table.md and curves.csv (each atomically) for
+// the finished runs `entries`, whose directories are in <runs_dir>.
+void write_summary_files(const std::string& dir, const std::string& runs_dir, const experiment_spec& spec,
+                         const std::vector<summary_entry>& entries);
 
 inline constexpr double solved_token_acc = 0.99;
 

@@ -4,8 +4,8 @@
 //
 //   spec.yaml       the spec's text under one comment line naming it and the --set overrides
 //   overrides.yaml  the --set overrides as a YAML list of strings: what `summarize` re-applies
-//   summary.csv, table.md            the whole sweep (run without --shard, or `attnlab summarize`)
-//   shards/<I>-of-<N>/summary.csv, table.md   the runs of one shard
+//   summary.csv, curves.csv, table.md   the whole sweep (run without --shard, or `attnlab summarize`)
+//   shards/<I>-of-<N>/summary.csv, curves.csv, table.md   the runs of one shard
 //   runs/<run_id>/  config.yaml, metrics.csv, model.safetensors, result.yaml, .lock,
 //                   resume.state (a run stopped mid-way; see runner.hpp)
 //
@@ -64,7 +64,7 @@ private:
 // "train.steps 3000 -> 300 in 8 runs (seed=0, ...)".
 std::string spec_as_run_difference(const std::string& dir, const experiment_spec& spec);
 
-// `attnlab summarize DIR`: rebuilds DIR/summary.csv and DIR/table.md from
+// `attnlab summarize DIR`: rebuilds DIR/summary.csv, curves.csv and table.md from
 // DIR/spec.yaml (load_spec_as_run) and every done run's result.yaml, rows in
 // spec order, whichever process or shard trained them.
 struct summarize_outcome {

@@ -45,6 +45,13 @@ experiment_spec parse_spec(const std::string& yaml_text, const std::string& file
 // included, floats round-trip exactly); what runs/<run_id>/config.yaml holds.
 std::string run_config_to_yaml(const run_config& cfg);
 
+// Every dotted key of a run configuration ("seed", "task.kind", ...), in
+// config.yaml order, whether or not it applies to a given run.
+std::vector<std::string> config_keys();
+// The keys that apply to `cfg` and their values as config.yaml writes them,
+// in config_keys() order (a conditional key that means nothing is left out).
+std::vector<swept_value> config_values(const run_config& cfg);
+
 // Reads a config written by run_config_to_yaml (or any file in the format of
 // a spec's `base`), with the same checks and messages as a spec's base.
 run_config run_config_from_yaml_file(const std::string& path);

@@ -7,8 +7,10 @@
 // stream from derive_seed(seed, stream_train), either fresh examples on every
 // call or, when train_examples > 0, a pool of train_examples examples (the
 // first train_examples examples of that same stream, made once) from which
-// batches draw uniformly with replacement; and the test set of test_examples
-// examples from derive_seed(seed, stream_test), made once in the constructor.
+// batches draw uniformly with replacement; the test set of test_examples
+// examples from derive_seed(seed, stream_test); and the validation set of
+// val_examples examples of the training split (its length and generator)
+// from derive_seed(seed, stream_val). Both sets are made once, in the constructor.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -60,14 +62,15 @@ struct example_split {
 
 class generated_task final : public task {
 public:
-    generated_task(int vocab_size, example_split train, example_split test, int train_examples, int test_examples,
-                   std::uint64_t seed);
+    generated_task(int vocab_size, example_split train, example_split test, int train_examples, int val_examples,
+                   int test_examples, std::uint64_t seed);
 
     int vocab_size() const override { return vocab_size_; }
     int train_seq_len() const override { return train_.T; }
     int test_seq_len() const override { return test_.T; }
     void next_train_batch(batch& out, int B) override;
     const batch& test_set() const override { return test_set_; }
+    const batch& val_set() const override { return val_set_; }
 
 private:
     int vocab_size_;
@@ -76,6 +79,7 @@ private:
     rng train_rng_;
     batch pool_;      // (train_examples, T_train); empty when streaming fresh
     batch test_set_;  // (test_examples, T_test)
+    batch val_set_;   // (val_examples, T_train)
 };
 
 std::unique_ptr<task> make_copy_task(const task_config& cfg, std::uint64_t seed);

@@ -1,7 +1,9 @@
-// Synthetic tasks (SPEC §4). A task turns a seed into a stream of training
-// batches and a fixed test set from a disjoint seed. Each example is an input
-// sequence and, at each position, either the target token (an answer
-// position) or no_target; loss and accuracy count answer positions only.
+// Synthetic tasks (docs/tasks.md). A task turns a seed into a stream of
+// training batches and two fixed sets, validation and test, each from its own
+// seed stream: results choose on validation, the test set only reports. Each
+// example is an input sequence and, at each position, either the target token
+// (an answer position) or no_target; loss and accuracy count answer positions
+// only.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -13,10 +15,13 @@ namespace attnlab {
 
 inline constexpr std::int32_t no_target = -1;
 
-// Stream tags for derive_seed: the training stream and the test set of one
-// run seed are drawn from these two disjoint streams.
+// Stream tags for derive_seed: the training stream, the test set and the
+// validation set of one run seed are drawn from these disjoint streams
+// (3 is the model's parameter init, model/transformer.cpp). Train and test
+// keep the tags they always had, so test sets of earlier runs stay the same.
 inline constexpr std::uint64_t stream_train = 1;
 inline constexpr std::uint64_t stream_test = 2;
+inline constexpr std::uint64_t stream_val = 4;
 
 // B examples of length T, row-major (B, T).
 struct batch {
@@ -43,10 +48,14 @@ public:
     virtual void next_train_batch(batch& out, int B) = 0;
     // The fixed test set (test_examples examples), generated once.
     virtual const batch& test_set() const = 0;
+    // The fixed validation set (val_examples examples, T = train_seq_len()),
+    // drawn like training examples (copy: training lengths), generated once.
+    virtual const batch& val_set() const = 0;
 };
 
 // Training stream seeded from derive_seed(seed, stream_train), test set from
-// derive_seed(seed, stream_test): disjoint by construction.
+// derive_seed(seed, stream_test), validation set from derive_seed(seed,
+// stream_val): disjoint by construction.
 std::unique_ptr<task> make_task(const task_config& cfg, std::uint64_t seed);
 
 }  // namespace attnlab

@@ -32,7 +32,7 @@ struct task_rule {
 struct task_traits {
     task_kind kind;
     const char* name;               // the YAML value of task.kind
-    std::vector<std::string> keys;  // the task.* keys it reads besides vocab, test_examples, train_examples
+    std::vector<std::string> keys;  // the task.* keys it reads besides vocab, test_/val_/train_examples
     int (*model_vocab_size)(const task_config& t);
     int (*train_seq_len)(const task_config& t);  // input length T of training batches
     int (*test_seq_len)(const task_config& t);   // input length T of the test set

@@ -1,11 +1,12 @@
-// Trains one run (SPEC §3 "Training", §4 metrics): the step loop, periodic
-// test evaluation, divergence detection and the metrics each step reports.
-// Where the metrics go (CSV, terminal) is the caller's business: the trainer
-// hands every row to a metrics_sink.
+// Trains one run (docs/model.md "Training", docs/outputs.md): the step loop,
+// periodic evaluation on the validation and test sets, divergence detection
+// and the metrics each step reports. Where the metrics go (CSV, terminal) is
+// the caller's business: the trainer hands every row to train_callbacks::on_row.
 #pragma once
 #include <atomic>
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,14 +23,15 @@ struct eval_metrics {
     double seq_acc = 0;    // fraction of examples with every answer right
 };
 
-// One row of metrics.csv.
+// One row of metrics.csv. A value that does not apply to the row is empty
+// (nullopt), never 0.
 struct metrics_row {
     int step = 0;
-    std::string split;  // "train" (mean over the steps since the last row) or "test"
+    std::string split;  // "train" (mean over the steps since the last row), "val" or "test"
     eval_metrics m;
-    double lr = 0;
-    double grad_norm = 0;  // train: mean pre-clip norm since the last row
-    double tokens_per_s = 0;
+    std::optional<double> lr;            // the rate of step `step`; none at step 0 (no step taken)
+    std::optional<double> grad_norm;     // train rows: mean pre-clip norm since the last row
+    std::optional<double> tokens_per_s;  // train rows: training throughput since the last row
     double elapsed_s = 0;
 };
 
@@ -38,11 +40,13 @@ const char* to_string(run_status s);
 
 struct run_result {
     run_status status = run_status::ok;
-    std::string reason;  // why it diverged or stopped ("" when ok)
-    int steps = 0;       // optimizer steps completed
-    eval_metrics final_test;
-    eval_metrics best_test;  // best test token accuracy seen
+    std::string reason;                  // why it diverged or stopped ("" when ok)
+    int steps = 0;                       // optimizer steps completed
+    eval_metrics final_val, final_test;  // at the last evaluation
+    // The evaluation with the lowest validation loss (the first of equals),
+    // and the validation and test metrics there: the test set never chooses.
     int best_step = 0;
+    eval_metrics best_val, best_test;
     double wall_s = 0;
     std::size_t params = 0;
     // Training steps in which some softmax sum z_t was <= 0 (signed kernels:
@@ -50,6 +54,11 @@ struct run_result {
     long nonpositive_denominator_steps = 0;
     int first_nonpositive_step = 0;
 };
+
+// Records the evaluation at `step` (evaluations come in step order, the first
+// at step 0): it becomes the final one, and the best one when its validation
+// loss is lower than the best so far (a NaN loss is never best).
+void record_evaluation(run_result& r, int step, const eval_metrics& val, const eval_metrics& test);
 
 // One line for the summary: why a run diverged, and the steps whose softmax
 // denominator crossed zero ("" when there is nothing to say).

@@ -1,0 +1,54 @@
+// Groups of finished runs that differ only in their seed, and the learning
+// rate at which each variant is judged (docs/outputs.md).
+//
+// Learning-rate selection. When a sweep varies train.lr, each variant (one
+// combination of the swept keys other than seed and train.lr) is reported at
+// the rate whose mean FINAL VALIDATION loss over its seeds is lowest, so a
+// variant is never judged at a rate tuned for another, and the test set
+// never chooses. A rate at which some seed diverged ranks after every rate
+// at which none did; ties go to the rate listed first in the sweep.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "attnlab/run/summary.hpp"
+
+namespace attnlab {
+
+inline constexpr const char* lr_key = "train.lr";
+
+// The swept keys that tell groups apart: every one but seed (and, with
+// `without_lr`, train.lr), in the spec's order.
+std::vector<std::string> grouping_keys(const experiment_spec& spec, bool without_lr);
+
+struct run_group {
+    std::vector<std::string> values;   // resolved value of each grouping key ("" where it does not apply)
+    std::vector<std::size_t> members;  // indices into the entries, in entry (spec) order
+};
+// `entries` grouped by their resolved values of `keys`, groups in order of first appearance.
+std::vector<run_group> group_runs(const std::vector<summary_entry>& entries, const std::vector<std::string>& keys);
+
+// One learning rate of a variant.
+struct lr_candidate {
+    std::string lr;                    // as config.yaml writes it
+    std::vector<std::size_t> members;  // indices into the entries
+    int diverged = 0;                  // members that did not finish ok
+    double mean_final_val_loss = 0;    // over the members that finished ok (NaN: none did)
+};
+
+struct lr_choice {
+    std::vector<std::string> variant;  // values of grouping_keys(spec, true)
+    std::vector<lr_candidate> rates;   // in order of first appearance
+    std::size_t chosen = 0;            // index into rates
+};
+
+struct lr_selection {
+    bool swept = false;               // train.lr is swept; otherwise nothing below is filled
+    std::vector<lr_choice> variants;  // in order of first appearance
+    std::vector<bool> selected;       // per entry: the run is at its variant's chosen rate
+};
+
+lr_selection select_learning_rates(const experiment_spec& spec, const std::vector<summary_entry>& entries);
+
+}  // namespace attnlab
