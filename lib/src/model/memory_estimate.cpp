@@ -10,11 +10,12 @@
 
 #include "attnlab/attention/attention.hpp"
 #include "attnlab/model/params.hpp"
+#include "attnlab/util/saturating_size.hpp"
 
 namespace attnlab {
 
 memory_estimate estimate_training_memory(const run_config& cfg, int threads) {
-    using sz = std::size_t;
+    using sz = saturating_size;  // every sum and product saturates: a huge config is never estimated small
     constexpr sz f = sizeof(float);
     const model_config& m = cfg.model;
     const attention_config& a = cfg.attention;
@@ -43,11 +44,12 @@ memory_estimate estimate_training_memory(const run_config& cfg, int threads) {
     memory_estimate e;
     // transformer(): params.assign(layout.total()), grads.assign(layout.total()).
     model_offsets off;
-    const sz P = build_param_layout(m, a, static_cast<int>(V), static_cast<int>(T), off).total();
-    e.params = P * f;
-    e.grads = P * f;
+    const sz P =
+        build_param_layout(m, a, model_vocab_size(t), std::max(train_seq_len(t), test_seq_len(t)), off).total();
+    e.params = (P * f).value();
+    e.grads = (P * f).value();
     // adamw(): m_ and v_, layout.total() each (optimizer.cpp).
-    e.optimizer = 2 * P * f;
+    e.optimizer = (2 * P * f).value();
 
     // transformer::reserve(B, T):
     sz act = 0;
@@ -64,22 +66,22 @@ memory_estimate estimate_training_memory(const run_config& cfg, int threads) {
         if (m.mlp == mlp_kind::swiglu) per_layer += NF;  // fc_gate
     }
     act += L * per_layer;
-    act += NC + N;                                           // lnf_, rstdf_
-    act += NC;                                               // lnf_ans_ (every row may be an answer)
-    act += 2 * N * V;                                        // logits_, probs_
-    act += N;                                                // losses_ (reserved)
-    e.activations = act * f + 3 * N * sizeof(std::int32_t);  // ans_rows_ (int), ans_tgt_, ans_pred_
+    act += NC + N;                                                     // lnf_, rstdf_
+    act += NC;                                                         // lnf_ans_ (every row may be an answer)
+    act += 2 * N * V;                                                  // logits_, probs_
+    act += N;                                                          // losses_ (reserved)
+    e.activations = (act * f + 3 * N * sizeof(std::int32_t)).value();  // ans_rows_ (int), ans_tgt_, ans_pred_
 
     // attention_layer::init_cache -> attention_cache::resize(B, T, NH, HS, P_denom), per layer
     // (the (T, T) scores and weights live in the per-thread scratch below, a row block at a time):
     const sz bh = B * NH;
     sz cache = 0;
-    cache += bh * T;                                    // wsum (B, NH, T)
-    cache += bh * T * HS;                               // numer (B, NH, T, HS)
-    cache += bh * denom_params;                         // dparams (B, NH, P_denom)
-    cache += bh;                                        // min_abs_wsum (B * NH)
-    if (features) cache += 2 * bh * T * HS;             // phi_q, phi_k (feature maps only)
-    e.attention = L * (cache * f + bh * sizeof(long));  // + nonpositive_wsum (B * NH longs)
+    cache += bh * T;                                              // wsum (B, NH, T)
+    cache += bh * T * HS;                                         // numer (B, NH, T, HS)
+    cache += bh * denom_params;                                   // dparams (B, NH, P_denom)
+    cache += bh;                                                  // min_abs_wsum (B * NH)
+    if (features) cache += 2 * bh * T * HS;                       // phi_q, phi_k (feature maps only)
+    e.attention = (L * (cache * f + bh * sizeof(long))).value();  // + nonpositive_wsum (B * NH longs)
 
     // transformer::reserve, backward scratch (allocated whatever the config):
     sz scr = 0;
@@ -90,15 +92,16 @@ memory_estimate estimate_training_memory(const run_config& cfg, int threads) {
     scr += NC + N * V;        // dlnf_ans_, dlogits_
     // rope_tables(max_T, HS): cos and sin, (max_T, HS / 2) each.
     if (rope) scr += 2 * T * (HS / 2);
-    e.scratch = scr * f;
+    sz data = scr * f;
     // The task (tasks/task.cpp): test set, training pool (train_examples > 0)
     // and train_run's batch, tokens and targets as int32 each.
     const sz ids = 2 * sizeof(std::int32_t);
-    e.scratch += static_cast<sz>(std::max(t.test_examples, 0)) * test_T * ids;
-    e.scratch += static_cast<sz>(std::max(t.train_examples, 0)) * train_T * ids;
-    e.scratch += B * train_T * ids;
+    data += static_cast<sz>(std::max(t.test_examples, 0)) * test_T * ids;
+    data += static_cast<sz>(std::max(t.train_examples, 0)) * train_T * ids;
+    data += B * train_T * ids;
     // clip_grad_norm (optimizer.cpp): one double per chunk of 4096 gradients.
-    e.scratch += (P + 4095) / 4096 * sizeof(double);
+    data += (P + 4095) / 4096 * sizeof(double);
+    e.scratch = data.value();
 
     // Data parallelism (transformer::plan_shards): the batch is split into
     // S = min(threads, B) shards of whole sequences, one per OpenMP thread.
@@ -110,7 +113,7 @@ memory_estimate estimate_training_memory(const run_config& cfg, int threads) {
     const sz shards = std::min(static_cast<sz>(std::max(threads, 1)), B);
     const sz block = static_cast<sz>(attention_scratch<float>::block_rows) * T;
     const sz attention_scratch_floats = 3 * block + 5 * T * HS + T + HS;
-    e.per_thread = (shards * attention_scratch_floats + (shards - 1) * P) * f;
+    e.per_thread = ((shards * attention_scratch_floats + (shards - 1) * P) * f).value();
     return e;
 }
 

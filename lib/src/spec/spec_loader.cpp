@@ -10,6 +10,7 @@
 // leniently ("yes" is a bool, "1.0" an int for some types), so every value is
 // read from its scalar text here, and every map is walked key by key.
 #include "attnlab/spec/spec.hpp"
+#include "attnlab/spec/did_you_mean.hpp"
 
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
@@ -1303,5 +1304,9 @@ run_config run_config_from_yaml(const std::string& yaml_text, const std::string&
 }
 
 run_config run_config_from_yaml_file(const std::string& path) { return run_config_from_yaml(read_text(path), path); }
+
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& names) {
+    return did_you_mean(word, as_candidates(names));
+}
 
 }  // namespace attnlab

@@ -55,13 +55,13 @@ struct numerator_traits {
 
 struct denominator_traits {
     denominator_kind kind;
-    const char* name;  // the YAML value
-    bool uses_weight_sum;      // divides by z_t = sum_j w_tj (softmax)
-    bool scale_invariant;      // o unchanged when u and z are scaled: exp subtracts the row max
-    bool has_output_gate;      // adds the per-head output gate (gate): `out_gate` is refused with it
-    bool detachable;           // `detach_denominator` allowed
-    int out_norm_params;       // learnable vectors of size HS shared by heads: 0, 1 (gain) or 2 (gain, bias)
-    const char* summary;       // one line: what o_t is
+    const char* name;      // the YAML value
+    bool uses_weight_sum;  // divides by z_t = sum_j w_tj (softmax)
+    bool scale_invariant;  // o unchanged when u and z are scaled: exp subtracts the row max
+    bool has_output_gate;  // adds the per-head output gate (gate): `out_gate` is refused with it
+    bool detachable;       // `detach_denominator` allowed
+    int out_norm_params;   // learnable vectors of size HS shared by heads: 0, 1 (gain) or 2 (gain, bias)
+    const char* summary;   // one line: what o_t is
 };
 
 const numerator_traits& traits_of(numerator_kind n);
