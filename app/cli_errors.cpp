@@ -20,7 +20,8 @@ std::vector<std::string> verb_names(const CLI::App& app) {
 // "attnlab", "attnlab run", "attnlab bench train".
 std::string command_path(const CLI::App* app) {
     std::string path;
-    for (; app != nullptr; app = app->get_parent()) path = (app->get_parent() ? app->get_name() : "attnlab") + (path.empty() ? "" : " " + path);
+    for (; app != nullptr; app = app->get_parent())
+        path = (app->get_parent() ? app->get_name() : "attnlab") + (path.empty() ? "" : " " + path);
     return path;
 }
 

@@ -10,11 +10,11 @@
 #include <thread>
 
 #include "attnlab/io/csv.hpp"
-#include "attnlab/model/inference_memory.hpp"
+#include "attnlab/train/inference_memory.hpp"
 #include "attnlab/run/resources.hpp"
 #include "attnlab/run/runner.hpp"
 #include "attnlab/spec/did_you_mean.hpp"
-#include "attnlab/train/checkpoint.hpp"
+#include "attnlab/run/run_dir.hpp"
 #include "attnlab/util/error.hpp"
 #include "cli_values.hpp"
 #include "commands.hpp"

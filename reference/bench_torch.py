@@ -1,4 +1,4 @@
-"""Training throughput of the PyTorch reference (reference/model.py) on one config.
+"""Training throughput of the PyTorch reference (python/attnlab/model.py) on one config.
 
 Run by `attnlab bench train` for its side-by-side table (it writes the token
 batch and calls this script once per thread setting), or by hand:
@@ -29,8 +29,10 @@ import time
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from model import Reference  # noqa: E402
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+# The model lives in the attnlab Python package (python/attnlab/model.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from attnlab.model import Reference  # noqa: E402
 
 
 def read_batch(path: str) -> tuple[torch.Tensor, torch.Tensor]:

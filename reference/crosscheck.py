@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Cross-check attnlab's forward and backward passes against PyTorch.
 
-For every numerator x denominator pair of SPEC §2 (6 x 7 = 42) and the
-modifiers (Taylor orders, clamp, detach_denominator, in/out gates, eps,
-positions, MLPs, task), this writes a run config, runs attnlab's
+For every numerator x denominator pair of attnlab's variant table (which
+`attnlab_crosscheck_dump --variants` prints, so a new row is checked without
+editing a list here) and the modifiers (orders, clamp, detach_denominator,
+in/out gates, eps, positions, MLPs, task), this writes a run config, runs attnlab's
 attnlab_crosscheck_dump in double and in float (one forward + backward of a
 small perturbed model on one training batch), recomputes the same batch with
-the same parameters in torch float64 (reference/model.py, autograd), and
+the same parameters in torch float64 (python/attnlab/model.py, autograd), and
 compares the loss, the per-answer losses, the logits at the answer rows,
-every parameter gradient (SPEC names and shapes) and attnlab's reported
+every parameter gradient (names and shapes) and attnlab's reported
 smallest softmax sum |z_t|. Every config key written must read back with the
 same value in attnlab's resolved config.
 
@@ -46,8 +47,9 @@ import numpy as np
 import torch
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import model as ref  # noqa: E402
+# The model lives in the attnlab Python package (python/attnlab/model.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from attnlab import model as ref  # noqa: E402
 
 TOL_DOUBLE = 1e-9
 TOL_FLOAT = 1e-3
@@ -68,39 +70,69 @@ BASE = {
               "weight_decay": 0.1, "clip": 1.0, "eval_every": 1},
 }
 
-GRID_TAYLOR_ORDER = 2
+GRID_ORDER = 2  # the order of an order-taking numerator in the numerator x denominator grid
+
+# The variant table, read from the dump program by load_variants():
+# name -> row (dicts with the fields print_variants() writes).
+NUMERATOR_ROWS: dict[str, dict] = {}
+DENOMINATOR_ROWS: dict[str, dict] = {}
+
+
+def load_variants(dump: str):
+    p = subprocess.run([dump, "--variants"], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{dump} --variants failed ({p.returncode}): {p.stderr.strip()}")
+    table = json.loads(p.stdout)
+    NUMERATOR_ROWS.update({r["name"]: r for r in table["numerators"]})
+    DENOMINATOR_ROWS.update({r["name"]: r for r in table["denominators"]})
+
+
+def takes_order(num: str) -> bool:
+    return NUMERATOR_ROWS[num]["takes_order"]
 
 
 def variant(num, den, order=None, **att):
     a = {"numerator": num, "denominator": den, **att}
-    if num == "taylor":
-        a["order"] = order or GRID_TAYLOR_ORDER
+    if takes_order(num):
+        a["order"] = order or GRID_ORDER
     return a
+
+
+def label(num, order=None) -> str:
+    return f"{num}{(order or GRID_ORDER) if takes_order(num) else ''}"
 
 
 def cases() -> list[tuple[str, dict]]:
     """(name, overrides) with overrides {section: {key: value}}."""
     out = []
-    for num in ref.NUMERATORS:
-        for den in ref.DENOMINATORS:
-            name = f"{num}{GRID_TAYLOR_ORDER if num == 'taylor' else ''}/{den}"
-            out.append((name, {"attention": variant(num, den)}))
-    for n in (1, 3, 4, 8, 12):
-        out.append((f"taylor{n}/softmax", {"attention": variant("taylor", "softmax", n)}))
-    out.append(("taylor12/norm", {"attention": variant("taylor", "norm", 12)}))
-    # clamp: c = 0.5 binds on a good part of the scores
+    numerators, denominators = list(NUMERATOR_ROWS), list(DENOMINATOR_ROWS)
+    score_kernels = [n for n in numerators if NUMERATOR_ROWS[n]["family"] == "score_kernel"]
+    for num in numerators:
+        for den in denominators:
+            out.append((f"{label(num)}/{den}", {"attention": variant(num, den)}))
+    for num in filter(takes_order, numerators):
+        for n in (1, 3, 4, 8, 12):
+            out.append((f"{label(num, n)}/softmax", {"attention": variant(num, "softmax", n)}))
+        out.append((f"{label(num, 12)}/norm", {"attention": variant(num, "norm", 12)}))
+    # clamp: c = 0.5 binds on a good part of the scores; every score kernel, a denominator each in turn
+    for i, num in enumerate(score_kernels):
+        for den in (denominators[i % len(denominators)], "none", "gate"):
+            out.append((f"{label(num)}/{den} clamp=0.5", {"attention": variant(num, den, clamp=0.5)}))
     out += [
-        ("exp/softmax clamp=0.5", {"attention": variant("exp", "softmax", clamp=0.5)}),
-        ("exp/none clamp=0.5", {"attention": variant("exp", "none", clamp=0.5)}),
-        ("exp/gate clamp=0.5", {"attention": variant("exp", "gate", clamp=0.5)}),
         ("taylor4/length clamp=0.5", {"attention": variant("taylor", "length", 4, clamp=0.5)}),
         ("linear/norm clamp=0.5", {"attention": variant("linear", "norm", clamp=0.5)}),
     ]
-    for num in ("exp", "taylor", "elu1", "relu", "linear"):
-        name = f"{num}{GRID_TAYLOR_ORDER if num == 'taylor' else ''}/softmax detach"
-        out.append((name, {"attention": variant(num, "softmax", detach_denominator=True)}))
+    for num in numerators:
+        for den in (d for d in denominators if DENOMINATOR_ROWS[d]["detachable"]):
+            out.append((f"{label(num)}/{den} detach", {"attention": variant(num, den, detach_denominator=True)}))
     out.append(("exp/softmax detach clamp=0.5",
                 {"attention": variant("exp", "softmax", detach_denominator=True, clamp=0.5)}))
+    # both gates on every numerator, a denominator without its own output gate each in turn
+    plain = [d for d in denominators if not DENOMINATOR_ROWS[d]["has_output_gate"]]
+    for i, num in enumerate(numerators):
+        den = plain[(i + 3) % len(plain)]
+        out.append((f"{label(num)}/{den} in_gate out_gate",
+                    {"attention": variant(num, den, in_gate=True, out_gate=True)}))
     out += [
         ("exp/softmax in_gate", {"attention": variant("exp", "softmax", in_gate=True)}),
         ("elu1/norm in_gate", {"attention": variant("elu1", "norm", in_gate=True)}),
@@ -129,6 +161,8 @@ def cases() -> list[tuple[str, dict]]:
          {"task": {"kind": "copy", "vocab": 8, "min_len": 2, "max_len": 4, "test_max_len": 5},
           "model": {"position": "learned"}, "attention": variant("elu1", "softmax")}),
     ]
+    names = [name for name, _ in out]
+    assert len(set(names)) == len(names), f"repeated case names: {sorted(n for n in names if names.count(n) > 1)}"
     return out
 
 
@@ -142,7 +176,7 @@ def make_config(overrides: dict, seed: int) -> dict:
             cfg["attention"] = {k: v for k, v in BASE["attention"].items()
                                 if k not in ("numerator", "denominator", "order", "clamp")}
         cfg[section].update(kv)
-    if cfg["attention"]["denominator"] != "softmax":
+    if not DENOMINATOR_ROWS[cfg["attention"]["denominator"]]["detachable"]:
         cfg["attention"].pop("detach_denominator", None)
     return cfg
 
@@ -168,9 +202,9 @@ def config_to_yaml(cfg: dict) -> str:
 # ---------------------------------------------------------------- one dump
 
 
-def run_dump(dump: str, cfg_path: str, out_dir: str, precision: str):
+def run_dump(dump: str, cfg_path: str, out_dir: str, precision: str, extra: list[str]):
     os.makedirs(out_dir, exist_ok=True)
-    p = subprocess.run([dump, cfg_path, out_dir, precision], capture_output=True, text=True)
+    p = subprocess.run([dump, cfg_path, out_dir, precision, *extra], capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"{dump} {precision} failed ({p.returncode}): {p.stderr.strip()}")
     with open(os.path.join(out_dir, "out.json")) as f:
@@ -252,24 +286,43 @@ def fmt(x: float) -> str:
     return f"{x:.1e}" if math.isfinite(x) else "inf"
 
 
+def keys_outside_spec(cfg: dict) -> list[str]:
+    """Takes `order` and `clamp` out of cfg, as dump arguments ["--order", n, ...],
+    where the spec loader does not accept them for this numerator yet."""
+    att, args = cfg["attention"], []
+    for key in ("order", "clamp"):
+        if key in att and not NUMERATOR_ROWS[att["numerator"]][f"{key}_in_spec"]:
+            args += [f"--{key}", repr(att.pop(key))]
+    return args
+
+
+def put_back(cfg: dict, dump_args: list[str]):
+    """The keys keys_outside_spec took out, back into cfg (for the torch side)."""
+    for flag, value in zip(dump_args[::2], dump_args[1::2]):
+        key = flag[2:]
+        cfg["attention"][key] = int(value) if key == "order" else float(value)
+
+
 def check_case(dump_bin: str, name: str, overrides: dict, work: str) -> dict:
     """Runs one case; returns a result dict with pass/fail and the errors."""
     case_dir = os.path.join(work, name.replace("/", "_").replace(" ", "_").replace("=", "-"))
     best = None
     for seed in range(SEED_TRIES):
         cfg = make_config(overrides, seed)
+        spec_args = keys_outside_spec(cfg)
         seed_dir = os.path.join(case_dir, f"seed{seed}")
         os.makedirs(seed_dir, exist_ok=True)
         cfg_path = os.path.join(seed_dir, "config.yaml")
         with open(cfg_path, "w") as f:
             f.write(config_to_yaml(cfg))
         cfg = ref.load_run_config(cfg_path)  # what the model reads is the file attnlab read
-        dd = run_dump(dump_bin, cfg_path, os.path.join(seed_dir, "double"), "double")
+        dd = run_dump(dump_bin, cfg_path, os.path.join(seed_dir, "double"), "double", spec_args)
         check_resolved(cfg, os.path.join(seed_dir, "double", "config.yaml"))
+        put_back(cfg, spec_args)
         td = torch_run(cfg, os.path.join(seed_dir, "double", "model_f64.safetensors"), dd["tokens"], dd["targets"])
         z = td["min_abs_z"]
-        cand = {"seed": seed, "cfg": cfg, "cfg_path": cfg_path, "dir": seed_dir, "dd": dd, "td": td,
-                "min_abs_z": z, "max_cond_z": td["max_cond_z"]}
+        cand = {"seed": seed, "cfg": cfg, "cfg_path": cfg_path, "spec_args": spec_args, "dir": seed_dir, "dd": dd,
+                "td": td, "min_abs_z": z, "max_cond_z": td["max_cond_z"]}
         if best is None or (z is not None and z > best["min_abs_z"]):
             best = cand
         if z is None or z >= MIN_ABS_Z:
@@ -277,7 +330,7 @@ def check_case(dump_bin: str, name: str, overrides: dict, work: str) -> dict:
             break
     b = best
     ill = b["min_abs_z"] is not None and b["min_abs_z"] < MIN_ABS_Z
-    df = run_dump(dump_bin, b["cfg_path"], os.path.join(b["dir"], "float"), "float")
+    df = run_dump(dump_bin, b["cfg_path"], os.path.join(b["dir"], "float"), "float", b["spec_args"])
     tf = torch_run(b["cfg"], os.path.join(b["dir"], "float", "model.safetensors"), df["tokens"], df["targets"])
     ed, ef = compare(b["dd"], b["td"]), compare(df, tf)
     tol_d = TOL_FLOAT if ill else TOL_DOUBLE
@@ -305,6 +358,7 @@ def main() -> int:
               "(pass --dump build/tests/attnlab_crosscheck_dump)", file=sys.stderr)
         return 1
     torch.set_num_threads(1)  # tiny tensors: threads cost more than they save
+    load_variants(args.dump)
     todo = [c for c in cases() if args.only is None or args.only in c[0]]
     print(f"attnlab vs PyTorch {torch.__version__} float64: {len(todo)} cases; "
           f"tolerances: double dump {TOL_DOUBLE:.0e}, float dump {TOL_FLOAT:.0e} "

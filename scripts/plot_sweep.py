@@ -1,184 +1,730 @@
 #!/usr/bin/python3
-"""Plots of a finished sweep (attnlab run / summarize output).
+"""Figures of a results folder written by `attnlab run` or `attnlab summarize`.
 
 usage: /usr/bin/python3 scripts/plot_sweep.py RESULTS_DIR [--out DIR]
 
-RESULTS_DIR is results/<name> (summary.csv, runs/<id>/metrics.csv). Writes
-PNGs into --out (default RESULTS_DIR/plots), one set per task when the sweep
-covers several tasks (task.kind swept), each with token and sequence accuracy:
-  curves.png       test accuracy against step, mean over seeds, one line per
-                   point of the sweep (its swept keys other than seed)
-  by_order.png     final accuracy against attention.order (when swept), one
-                   line per denominator; exp drawn as a horizontal reference
-  by_denominator.png  final accuracy per attention.denominator (when swept)
-  by_state.png     final accuracy against the recurrent state size per layer
-                   and head (state_floats; exp's KV cache at the longest input)
-Error bars are the std over seeds. Needs Debian's python3-matplotlib.
+RESULTS_DIR holds summary.csv and the runs' metrics: curves.csv when present
+(every run's metrics rows, run_id first), else runs/<id>/metrics.csv. Every
+figure is written twice into --out (default RESULTS_DIR/plots): NAME.png
+(200 dpi) and NAME.pdf. A sweep over several tasks (task.kind swept) gets one
+set per task, its names prefixed with the task (lookup_loss_curves, ...).
+
+A "sweep point" is one setting of the swept keys other than the seed (keys
+that only change with the task are left out of its name). Accuracy outcomes
+are often bimodal across seeds (a run solves the task or stays on a
+plateau), so the final-accuracy figures show every seed as a point and the
+median over seeds as a bar, never a mean with error bars.
+
+  loss_curves       loss (cross-entropy, log scale) against step, one panel
+                    per split (train, val when present, test): one line per
+                    sweep point, the median over seeds, and a band from the
+                    lowest to the highest seed (min-max over seeds).
+  accuracy_curves   token and sequence accuracy against step, per split, as
+                    in loss_curves (band: min-max over seeds).
+  by_order          final test accuracy against the Taylor order (when
+                    attention.order is swept), one series per remaining
+                    swept setting (e.g. the denominator); variants without
+                    an order (exp, linear kernels) as categories on the
+                    right, not joined to the Taylor line.
+  by_numerator      final test accuracy per numerator (when swept and the
+                    order is not), categories side by side, grouped by the
+                    remaining swept setting; no lines between categories.
+  by_denominator    the same per denominator (when swept, and neither the
+                    numerator nor the order is).
+  final_accuracy    final test accuracy per sweep point, when other keys are
+                    swept; for a sweep of one setting per task (the
+                    quickstart), one figure with the tasks side by side.
+  by_state          final test accuracy against the recurrent state of one
+                    attention layer, all heads together (floats, symmetric
+                    Taylor layout; exp and clamped kernels: their key/value
+                    cache at the longest input), log scale; colour: the
+                    series (the head count when swept), marker: the variant.
+                    Drawn when the state size differs between runs.
+
+Curves with more than MAX_CURVES sweep points are split into rows of panels
+by a swept key with 2-4 values (e.g. one row per denominator). docs/plots.md
+describes every figure.
+
+Errors (exit code 2): no summary.csv, a run whose metrics are missing, a
+summary without the expected columns, no matplotlib. Needs Debian's
+python3-matplotlib and python3-numpy, nothing else.
 """
 import argparse
 import csv
 import math
 import os
-from collections import OrderedDict, defaultdict
+import re
+import sys
+from collections import OrderedDict
 
-import matplotlib
+try:
+    import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import LogFormatterSciNotation
+except ImportError as missing:
+    print(f"plot_sweep.py: {sys.executable} cannot import {missing.name or 'matplotlib'}; install Debian's "
+          "python3-matplotlib and python3-numpy (apt-get install python3-matplotlib python3-numpy) and run "
+          "this script with /usr/bin/python3", file=sys.stderr)
+    sys.exit(2)
 
-METRICS = [("final_test_token_acc", "token_acc", "test token accuracy"),
-           ("final_test_seq_acc", "seq_acc", "test sequence accuracy")]
-NON_GROUP = {"seed", "task.kind"}
+DPI = 200
+# Okabe & Ito's colour-blind-safe palette without its yellow (too pale for
+# lines on white); series beyond 7 change line style, every series has its
+# own marker, so no two series look alike.
+COLOURS = ["#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#000000"]
+LINESTYLES = ["-", "--", ":", "-."]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h"]
+SPLITS = ["train", "val", "test"]
+MAX_CURVES = 7  # sweep points drawn in one panel of curves; more are split into rows
+ACCURACIES = [("token_acc", "token accuracy"), ("seq_acc", "sequence accuracy")]
+READABLE = {
+    "attention.numerator": "numerator",
+    "attention.order": "Taylor order",
+    "attention.denominator": "denominator",
+    "attention.clamp": "score clamp",
+    "attention.in_gate": "input gate",
+    "attention.out_gate": "output gate",
+    "attention.detach_denominator": "detached denominator",
+    "model.heads": "heads",
+    "model.d_model": "model width",
+    "model.layers": "layers",
+    "model.mlp": "MLP",
+    "model.position": "positions",
+    "train.lr": "learning rate",
+    "train.steps": "steps",
+    "train.batch": "batch",
+    "task.kind": "task",
+}
+STYLE = {
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.labelsize": 10,
+    "legend.fontsize": 8.5,
+    "legend.title_fontsize": 9,
+    "xtick.labelsize": 8.5,
+    "ytick.labelsize": 8.5,
+    "figure.titlesize": 11,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "pdf.fonttype": 42,  # TrueType in the PDF: editable text, accepted by publishers
+    "savefig.dpi": DPI,
+}
 
 
-def mean_std(xs):
-    if not xs:
-        return float("nan"), 0.0
-    m = sum(xs) / len(xs)
-    s = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else 0.0
-    return m, s
+class InputError(Exception):
+    """A results folder that cannot be plotted; main() prints it and exits 2."""
 
 
-def read_summary(path):
+# ---------------------------------------------------------------- reading
+
+
+def number(cell):
+    """A CSV cell as a float, None when empty or not finite (a value that does not apply)."""
+    if cell is None or cell.strip() == "":
+        return None
+    try:
+        v = float(cell)
+    except ValueError:
+        return None
+    return v if math.isfinite(v) else None
+
+
+def read_csv(path):
     with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    swept = [k for k in rows[0].keys() if "." in k or k == "seed"] if rows else []
-    return rows, swept
+        reader = csv.DictReader(f)
+        return list(reader), reader.fieldnames or []
 
 
-def task_of(results_dir, row):
-    """The run's task kind: swept, or the base's, read from its config.yaml."""
-    if row.get("task.kind"):
-        return row["task.kind"]
-    path = os.path.join(results_dir, "runs", row["run_id"], "config.yaml")
-    if os.path.exists(path):
-        with open(path) as f:
-            in_task = False
-            for line in f:
-                if line.startswith("task:"):
-                    in_task = True
-                elif in_task and line.strip().startswith("kind:"):
-                    return line.split(":", 1)[1].strip()
-    return "task"
-
-
-def label_of(row, keys):
-    parts = [f"{k.split('.')[-1]}={row[k]}" for k in keys if row.get(k, "") != ""]
-    return ", ".join(parts) if parts else "base"
-
-
-def curves(rows, keys, results_dir, out, title):
-    fig, axes = plt.subplots(1, 2, figsize=(13, 5), sharex=True)
-    groups = OrderedDict()
-    for r in rows:
-        groups.setdefault(label_of(r, keys), []).append(r)
-    for label, members in groups.items():
-        for ax, (_, col, name) in zip(axes, METRICS):
-            by_step = defaultdict(list)
-            for r in members:
-                path = os.path.join(results_dir, "runs", r["run_id"], "metrics.csv")
-                if not os.path.exists(path):
-                    continue
-                with open(path, newline="") as f:
-                    for m in csv.DictReader(f):
-                        if m["split"] == "test":
-                            by_step[int(m["step"])].append(float(m[col]))
-            steps = sorted(by_step)
-            ax.plot(steps, [mean_std(by_step[s])[0] for s in steps], label=label, lw=1.2)
-            ax.set_ylabel(name)
-    for ax in axes:
-        ax.set_xlabel("step")
-        ax.set_ylim(-0.02, 1.02)
-        ax.grid(alpha=0.3)
-    axes[1].legend(fontsize=6, ncol=2 if len(groups) > 12 else 1, loc="best")
-    fig.suptitle(title + ": learning curves (mean over seeds)")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-
-
-def by_key(rows, x_key, line_key, out, title, numeric_x):
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-    lines = OrderedDict()
-    for r in rows:
-        if r["status"] != "ok":
-            continue
-        lines.setdefault(r.get(line_key, "") if line_key else "", []).append(r)
-    for ax, (col, _, name) in zip(axes, METRICS):
-        for lname, members in lines.items():
-            pts = defaultdict(list)
-            for r in members:
-                pts[r.get(x_key, "")].append(float(r[col]))
-            xs = [x for x in pts if x != ""]
-            if not xs:  # e.g. exp at no order: a reference line
-                m, _ = mean_std(pts[""])
-                ax.axhline(m, ls="--", color="gray", lw=1, label=f"{lname} (no {x_key.split('.')[-1]})")
+def base_task_kind(results_dir):
+    """task.kind of the spec's base (spec.yaml of the folder), for runs that do not sweep it; "" if unknown."""
+    path = os.path.join(results_dir, "spec.yaml")
+    if not os.path.exists(path):
+        return ""
+    in_base, in_task = False, False
+    with open(path) as f:
+        for line in f:
+            text = line.split("#", 1)[0].rstrip()
+            if not text:
                 continue
-            xs = sorted(xs, key=float) if numeric_x else xs
-            ms = [mean_std(pts[x]) for x in xs]
-            xv = [float(x) for x in xs] if numeric_x else list(range(len(xs)))
-            bars = ax.errorbar(xv, [m for m, _ in ms], yerr=[s for _, s in ms], marker="o", capsize=3,
-                               label=lname or None)
-            if pts.get(""):  # runs without this key (exp in an order sweep): a reference line
-                ax.axhline(mean_std(pts[""])[0], ls="--", lw=1, color=bars[0].get_color(),
-                           label=f"{lname} without {x_key.split('.')[-1]}" if lname else None)
-            if not numeric_x:
-                ax.set_xticks(xv)
-                ax.set_xticklabels(xs, rotation=30)
-        ax.set_xlabel(x_key)
-        ax.set_ylabel("final " + name)
-        ax.set_ylim(-0.02, 1.02)
-        ax.grid(alpha=0.3)
-        if x_key == "state_floats":
-            ax.set_xscale("log")
-    handles, labels = axes[0].get_legend_handles_labels()
-    if labels:
-        axes[1].legend(fontsize=7)
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
+            if not text.startswith(" "):
+                in_base, in_task = text.startswith("base:"), False
+            elif in_base and text.strip().startswith("task:"):
+                flow = re.search(r"\bkind:\s*([\w-]+)", text)
+                if flow:
+                    return flow.group(1)
+                in_task = True
+            elif in_task and text.strip().startswith("kind:"):
+                return text.split(":", 1)[1].strip()
+    return ""
+
+
+def read_config(path):
+    """config.yaml of a run as {dotted key: value}; it is two levels deep (section, key)."""
+    flat = {}
+    if not os.path.exists(path):
+        return flat
+    section = None
+    with open(path) as f:
+        for line in f:
+            if not line.strip() or line.lstrip().startswith("#") or ":" not in line:
+                continue
+            key, value = (s.strip() for s in line.split(":", 1))
+            value = value.strip("\"'")
+            if not line.startswith(" "):
+                section = key if value == "" else None
+                if value != "":
+                    flat[key] = value
+            elif section:
+                flat[f"{section}.{key}"] = value
+    return flat
+
+
+class Run:
+    """One row of summary.csv, with its config.yaml (when present) for keys that are not swept."""
+
+    def __init__(self, row, config):
+        self.row = row
+        self.config = config
+        self.id = row["run_id"]
+        self.curves = []  # metrics rows: dicts of step, split, loss, token_acc, seq_acc
+
+    def get(self, key):
+        v = self.row.get(key, "")
+        return v if v not in ("", None) else self.config.get(key, "")
+
+    def final(self, metric):
+        return number(self.row.get(f"final_test_{metric}"))
+
+    @property
+    def diverged(self):
+        return self.row.get("status", "ok") == "diverged"
+
+    def heads(self):
+        h = number(self.get("model.heads"))
+        return int(h) if h else None
+
+    def head_size(self):
+        d, h = number(self.get("model.d_model")), self.heads()
+        return int(d) // h if d and h else None
+
+
+def read_results(results_dir):
+    """The runs of summary.csv, each with its metrics rows, and the swept keys (seed included)."""
+    if not os.path.isdir(results_dir):
+        raise InputError(f"{results_dir} is not a directory")
+    summary = os.path.join(results_dir, "summary.csv")
+    if not os.path.exists(summary):
+        raise InputError(f"{summary} not found: RESULTS_DIR must be a folder written by `attnlab run` "
+                         "or `attnlab summarize`")
+    rows, header = read_csv(summary)
+    needed = ["run_id", "status", "final_test_token_acc", "final_test_seq_acc"]
+    absent = [c for c in needed if c not in header]
+    if absent:
+        raise InputError(f"{summary}: no column {', '.join(absent)} (not a summary written by attnlab)")
+    if not rows:
+        raise InputError(f"{summary} lists no runs")
+    swept = header[header.index("status") + 1:header.index("final_test_loss")] if "final_test_loss" in header else []
+    runs = [Run(r, read_config(os.path.join(results_dir, "runs", r["run_id"], "config.yaml"))) for r in rows]
+    attach_curves(results_dir, runs)
+    return runs, swept
+
+
+def metrics_row(m, source):
+    try:
+        step = int(m["step"])
+    except (KeyError, TypeError, ValueError):
+        raise InputError(f"{source}: a row without a step ({m})")
+    row = {"step": step, "split": (m.get("split") or "").strip()}
+    for k in ("loss", "token_acc", "seq_acc"):
+        row[k] = number(m.get(k))
+    return row
+
+
+def attach_curves(results_dir, runs):
+    """Metrics rows of every run: from curves.csv when present, else from runs/<id>/metrics.csv."""
+    combined = os.path.join(results_dir, "curves.csv")
+    if os.path.exists(combined):
+        rows, header = read_csv(combined)
+        if "run_id" not in header or "step" not in header:
+            raise InputError(f"{combined}: no run_id or step column")
+        by_id = {r.id: r for r in runs}
+        for m in rows:
+            if m["run_id"] in by_id:
+                by_id[m["run_id"]].curves.append(metrics_row(m, combined))
+        absent = [r.id for r in runs if not r.curves]
+        if absent:
+            raise InputError(f"{combined} has no rows for {len(absent)} run(s) of summary.csv, e.g. {absent[0]}")
+        return
+    absent = []
+    for r in runs:
+        path = os.path.join(results_dir, "runs", r.id, "metrics.csv")
+        if not os.path.exists(path):
+            absent.append(path)
+            continue
+        r.curves = [metrics_row(m, path) for m in read_csv(path)[0]]
+    if absent:
+        raise InputError(f"metrics of {len(absent)} run(s) of summary.csv are missing (no curves.csv, no "
+                         f"{absent[0]}{' ...' if len(absent) > 1 else ''})")
+
+
+# ---------------------------------------------------------------- naming
+
+
+def readable(key):
+    return READABLE.get(key, key.split(".")[-1].replace("_", " "))
+
+
+def variant_name(run):
+    """exp, elu1, taylor-2 ...: the numerator, with its order for Taylor."""
+    num = run.get("attention.numerator")
+    order = run.get("attention.order")
+    return f"{num}-{order}" if num == "taylor" and order else (num or "?")
+
+
+def heads_name(run):
+    h, hs = run.heads(), run.head_size()
+    if h is None:
+        return "heads ?"
+    return f"{h} head{'s' if h != 1 else ''}" + (f" of {hs}" if hs else "")
+
+
+def piece(run, key):
+    v = run.get(key)
+    if key == "attention.denominator":
+        return v
+    if key == "attention.clamp":
+        return f"clamp {v}" if v else ""
+    if key == "model.heads":
+        return heads_name(run)
+    return f"{readable(key)} {v}" if v else ""
+
+
+def describe(run, keys):
+    """Name of a run's setting of `keys` ("taylor-2, softmax", "8 heads of 8")."""
+    parts, named_variant = [], False
+    for k in keys:
+        if k in ("attention.numerator", "attention.order"):
+            if not named_variant:
+                parts.append(variant_name(run))
+                named_variant = True
+        else:
+            parts.append(piece(run, k))
+    return ", ".join(p for p in parts if p)
+
+
+def legend_title(keys):
+    names = []
+    for k in keys:
+        name = "numerator" if k in ("attention.numerator", "attention.order") else readable(k)
+        if name not in names:
+            names.append(name)
+    return ", ".join(names)
+
+
+# ---------------------------------------------------------------- grouping
+
+
+def varying_keys(runs, swept):
+    """Swept keys (not the seed) whose value differs between these runs."""
+    return [k for k in swept if k != "seed" and len({r.get(k) for r in runs}) > 1]
+
+
+def group_by(runs, name_of):
+    groups = OrderedDict()
+    for r in runs:
+        groups.setdefault(name_of(r), []).append(r)
+    return groups
+
+
+def style(i):
+    """Colour, line style and marker of series i: unique for every i < 28."""
+    return {"color": COLOURS[i % len(COLOURS)], "linestyle": LINESTYLES[(i // len(COLOURS)) % len(LINESTYLES)],
+            "marker": MARKERS[i % len(MARKERS)]}
+
+
+def save(fig, out_dir, name, written):
+    for ext in ("png", "pdf"):
+        path = os.path.join(out_dir, f"{name}.{ext}")
+        fig.savefig(path, dpi=DPI, bbox_inches="tight")
+        written.append(path)
     plt.close(fig)
+
+
+def new_figure(rows, cols, width, height, **kw):
+    """A grid of panels (axes[row][col]) whose constrained layout leaves room for the title."""
+    return plt.subplots(rows, cols, figsize=(width, height), squeeze=False, constrained_layout=True, **kw)
+
+
+def finish(fig, title):
+    """The title above the panels (the figure's constrained layout leaves room for it)."""
+    fig.suptitle(title)
+
+
+def outside_legend(fig, handles, labels, title):
+    fig.legend(handles, labels, title=title, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+
+
+def seed_and_median_handles(runs, median_handle):
+    """Legend entries for a seed's point, the median and (when a run diverged) a diverged run."""
+    handles = [Line2D([], [], color="0.3", marker="o", ls="none", ms=5, alpha=0.7), median_handle]
+    labels = ["one seed", "median over seeds"]
+    if any(r.diverged for r in runs):
+        handles.append(Line2D([], [], color="0.3", marker="x", ls="none", ms=6))
+        labels.append("diverged run (last evaluation)")
+    return handles, labels
+
+
+def median_bar():
+    return Line2D([], [], color="0.3", lw=2.5)
+
+
+# ---------------------------------------------------------------- curves
+
+
+def series_over_steps(runs, split, metric):
+    """Steps, and the median, min and max over seeds at each step."""
+    by_step = OrderedDict()
+    for r in runs:
+        for m in r.curves:
+            v = m[metric]
+            if m["split"] == split and v is not None and (metric != "loss" or v > 0):
+                by_step.setdefault(m["step"], []).append(v)
+    steps = sorted(by_step)
+    vals = [by_step[s] for s in steps]
+    return (np.array(steps), np.array([np.median(v) for v in vals]), np.array([min(v) for v in vals]),
+            np.array([max(v) for v in vals]))
+
+
+def splits_present(runs):
+    present = {m["split"] for r in runs for m in r.curves}
+    return [s for s in SPLITS if s in present] or ["test"]
+
+
+def curve_figure(panels, series, metrics, splits, title, log_y):
+    """One row per panel group and metric, one column per split; one line per series with its min-max band.
+
+    panels: {panel name: {series name: runs}}; a series keeps its style in every panel."""
+    rows = [(p, m) for p in panels for m in metrics]
+    fig, axes = new_figure(len(rows), len(splits), 4.2 * len(splits), 2.9 * len(rows) + 0.5, sharex=True)
+    for ri, (panel, (metric, metric_name)) in enumerate(rows):
+        for ci, split in enumerate(splits):
+            ax = axes[ri][ci]
+            for label, runs in panels[panel].items():
+                st = style(series.index(label))
+                steps, med, lo, hi = series_over_steps(runs, split, metric)
+                if len(steps) == 0:
+                    continue
+                ax.fill_between(steps, lo, hi, color=st["color"], alpha=0.12, lw=0)
+                ax.plot(steps, med, color=st["color"], ls=st["linestyle"], marker=st["marker"], ms=3.5, lw=1.4,
+                        markevery=max(1, len(steps) // 8))
+            ax.set_title(f"{split}, {panel}" if panel else split)
+            ax.set_ylabel(f"{split} {metric_name}")
+            if log_y:
+                ax.set_yscale("log")
+            else:
+                ax.set_ylim(-0.03, 1.03)
+            if ri == len(rows) - 1:
+                ax.set_xlabel("training step")
+    finish(fig, title)
+    return fig
+
+
+def series_handles(series):
+    return [Line2D([], [], color=style(i)["color"], ls=style(i)["linestyle"], marker=style(i)["marker"], ms=5,
+                   lw=1.4) for i in range(len(series))]
+
+
+def curves(panels, series_title, title, out_dir, name, written):
+    """loss_curves and accuracy_curves of one task."""
+    series = list(OrderedDict.fromkeys(label for p in panels.values() for label in p))
+    splits = splits_present([r for p in panels.values() for runs in p.values() for r in runs])
+    for kind, metrics, log_y in (("loss", [("loss", "loss (nats)")], True), ("accuracy", ACCURACIES, False)):
+        fig = curve_figure(panels, series, metrics, splits,
+                           f"{title}: {kind} against step; line: median, band: min-max over seeds", log_y)
+        outside_legend(fig, series_handles(series), series, series_title)
+        save(fig, out_dir, f"{name}{kind}_curves", written)
+
+
+# ---------------------------------------------------------------- final accuracy
+
+
+def seed_offsets(n, width):
+    """Horizontal offsets that spread n seeds' points over `width` (deterministic, no random jitter)."""
+    return [0.0] if n == 1 else list(np.linspace(-width / 2, width / 2, n))
+
+
+def draw_seeds(ax, x, runs, metric, st, width):
+    """Every seed's final value as a point, the median as a bar; returns the median (None if no value)."""
+    vals = [(r.final(metric), r.diverged) for r in runs]
+    vals = [(v, d) for v, d in vals if v is not None]
+    if not vals:
+        return None
+    for (v, d), dx in zip(vals, seed_offsets(len(vals), width * 0.6)):
+        ax.plot(x + dx, v, ls="none", marker="x" if d else st["marker"], ms=5, color=st["color"], alpha=0.75,
+                mec="white" if not d else st["color"], mew=0.5 if not d else 1.2, zorder=4)
+    med = float(np.median([v for v, _ in vals]))
+    ax.plot([x - width / 2, x + width / 2], [med, med], color=st["color"], lw=2.5, solid_capstyle="butt", zorder=3)
+    return med
+
+
+def accuracy_axes(ax, metric_name):
+    ax.set_ylabel(f"final test {metric_name}")
+    ax.set_ylim(-0.03, 1.03)
+    ax.grid(axis="x", visible=False)
+
+
+def categorical_figure(runs, category_of, group_of, x_title, group_title, title):
+    """Final test accuracy per category (x), groups side by side; no lines between categories."""
+    categories = list(OrderedDict.fromkeys(category_of(r) for r in runs))
+    groups = list(OrderedDict.fromkeys(group_of(r) for r in runs))
+    fig, axes = new_figure(1, 2, max(3.4, 1.2 + 0.75 * len(categories)) * 2, 3.8)
+    for ax, (metric, metric_name) in zip(axes[0], ACCURACIES):
+        for ci, c in enumerate(categories):
+            present = [g for g in groups if any(category_of(r) == c and group_of(r) == g for r in runs)]
+            width = 0.8 / len(present)
+            for pi, g in enumerate(present):
+                members = [r for r in runs if category_of(r) == c and group_of(r) == g]
+                x = ci - 0.4 + width * (pi + 0.5)
+                draw_seeds(ax, x, members, metric, style(groups.index(g)), width * 0.8)
+        ax.set_xticks(range(len(categories)))
+        ax.set_xticklabels(categories, rotation=30 if max(len(c) for c in categories) > 8 else 0, ha="right"
+                           if max(len(c) for c in categories) > 8 else "center")
+        ax.set_xlim(-0.6, len(categories) - 0.4)
+        ax.set_xlabel(x_title)
+        accuracy_axes(ax, metric_name)
+    handles, labels = seed_and_median_handles(runs, median_bar())
+    if len(groups) > 1:
+        handles = [Line2D([], [], ls="none", **{k: v for k, v in style(i).items() if k != "linestyle"}, ms=6)
+                   for i in range(len(groups))] + handles
+        labels = groups + labels
+    finish(fig, title)
+    outside_legend(fig, handles, labels, group_title if len(groups) > 1 else None)
+    return fig
+
+
+def order_figure(runs, group_of, group_title, title):
+    """Final test accuracy against the Taylor order; variants without an order as categories on the right."""
+    orders = sorted({int(r.get("attention.order")) for r in runs if r.get("attention.numerator") == "taylor"
+                     and r.get("attention.order")})
+    others = list(OrderedDict.fromkeys(variant_name(r) for r in runs if r.get("attention.numerator") != "taylor"))
+    ticks = [str(o) for o in orders] + others
+    groups = list(OrderedDict.fromkeys(group_of(r) for r in runs))
+    width = 0.7 / len(groups)
+    fig, axes = new_figure(1, 2, max(5.0, 1.2 + 0.7 * len(ticks)) * 2, 3.8)
+    for ax, (metric, metric_name) in zip(axes[0], ACCURACIES):
+        for gi, g in enumerate(groups):
+            st = style(gi)
+            dx = -0.35 + width * (gi + 0.5)
+            xs, meds = [], []
+            for oi, o in enumerate(orders):
+                members = [r for r in runs if group_of(r) == g and r.get("attention.numerator") == "taylor"
+                           and r.get("attention.order") and int(r.get("attention.order")) == o]
+                med = draw_seeds(ax, oi + dx, members, metric, st, width * 0.8)
+                if med is not None:
+                    xs.append(oi + dx)
+                    meds.append(med)
+            # The order is ordinal: a thin line joins a series' medians across orders.
+            ax.plot(xs, meds, color=st["color"], ls=st["linestyle"], lw=1.0, alpha=0.8, zorder=2)
+            for k, name in enumerate(others):
+                members = [r for r in runs if group_of(r) == g and r.get("attention.numerator") != "taylor"
+                           and variant_name(r) == name]
+                draw_seeds(ax, len(orders) + k + dx, members, metric, st, width * 0.8)
+        if others and orders:
+            ax.axvline(len(orders) - 0.5, color="0.5", ls=":", lw=1)
+        ax.set_xticks(range(len(ticks)))
+        ax.set_xticklabels(ticks)
+        ax.set_xlim(-0.6, len(ticks) - 0.4)
+        ax.set_xlabel("Taylor order" + (" (right: variants without an order)" if others else ""))
+        accuracy_axes(ax, metric_name)
+    handles, labels = seed_and_median_handles(runs, median_bar())
+    if len(groups) > 1:
+        handles = [Line2D([], [], color=style(i)["color"], ls=style(i)["linestyle"], marker=style(i)["marker"], ms=6)
+                   for i in range(len(groups))] + handles
+        labels = groups + labels
+    finish(fig, title)
+    outside_legend(fig, handles, labels, group_title if len(groups) > 1 else None)
+    return fig
+
+
+# ---------------------------------------------------------------- state size
+
+
+def layer_state(run):
+    """Recurrent state of one attention layer, all heads (floats); per head when the head count is unknown."""
+    per_head = number(run.row.get("state_floats"))
+    if per_head is None:
+        return None
+    h = run.heads()
+    return per_head * h if h else per_head
+
+
+def uses_cache(run):
+    """exp and clamped kernels keep a key/value cache instead of a fixed state."""
+    return run.get("attention.numerator") == "exp" or bool(run.get("attention.clamp"))
+
+
+def state_figure(runs, group_of, group_title, title):
+    """Final test accuracy against the state of one attention layer (all heads), log scale.
+
+    Colour: the series (e.g. the head count); marker: the variant (taylor-2, exp ...)."""
+    per_layer = all(r.heads() for r in runs)
+    groups = list(OrderedDict.fromkeys(group_of(r) for r in runs))
+    taylor = sorted({r for r in runs if r.get("attention.numerator") == "taylor"}, key=lambda r:
+                    number(r.get("attention.order")) or 0)
+    variants = list(OrderedDict.fromkeys([variant_name(r) for r in taylor] + [variant_name(r) for r in runs]))
+    fig, axes = new_figure(1, 2, 11, 4.2)
+    for ax, (metric, metric_name) in zip(axes[0], ACCURACIES):
+        for gi, g in enumerate(groups):
+            colour = style(gi)["color"]
+            line = []
+            for name, members in group_by([r for r in runs if group_of(r) == g], variant_name).items():
+                x = layer_state(members[0])
+                vals = [(r.final(metric), r.diverged) for r in members]
+                vals = [(v, d) for v, d in vals if v is not None]
+                if x is None or not vals:
+                    continue
+                marker = MARKERS[variants.index(name) % len(MARKERS)]
+                for v, d in vals:
+                    ax.plot(x, v, ls="none", marker="x" if d else marker, ms=5, color=colour, alpha=0.6,
+                            mec="white" if not d else colour, mew=0.5, zorder=3)
+                med = float(np.median([v for v, _ in vals]))
+                ax.plot(x, med, ls="none", marker=marker, ms=11, mfc="none", mec=colour, mew=2, zorder=4)
+                if members[0].get("attention.numerator") == "taylor":
+                    line.append((x, med))
+            # Taylor orders of one series: more orders, more state; a thin line joins their medians.
+            line.sort()
+            ax.plot([p[0] for p in line], [p[1] for p in line], color=colour, ls=style(gi)["linestyle"], lw=1,
+                    alpha=0.8, zorder=2)
+        ax.set_xscale("log")
+        # Label some minor ticks too when the sizes span under two decades (else one label or none).
+        ax.xaxis.set_minor_formatter(LogFormatterSciNotation(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
+        ax.set_xlabel(("recurrent state per attention layer, all heads" if per_layer else
+                       "recurrent state per attention head") + " (floats)" +
+                      ("\nTaylor: symmetric layout; exp: key/value cache at the longest input"
+                       if any(uses_cache(r) for r in runs) else "\nTaylor: symmetric layout"))
+        accuracy_axes(ax, metric_name)
+        ax.grid(axis="x", visible=True, which="major")
+    handles, labels = [], []
+    if len(groups) > 1:
+        handles += [Line2D([], [], color=style(i)["color"], ls=style(i)["linestyle"], lw=2) for i in range(len(groups))]
+        labels += groups
+    handles += [Line2D([], [], color="0.3", ls="none", marker=MARKERS[i % len(MARKERS)], ms=7, mfc="none", mew=1.5)
+                for i in range(len(variants))]
+    labels += variants
+    more, more_labels = seed_and_median_handles(
+        runs, Line2D([], [], color="0.3", marker="o", ls="none", ms=11, mfc="none", mew=2))
+    finish(fig, title)
+    title_line = f"colour: {group_title}; marker: variant" if len(groups) > 1 else "marker: variant"
+    outside_legend(fig, handles + more, labels + more_labels, title_line)
+    return fig
+
+
+# ---------------------------------------------------------------- per task
+
+
+def curve_facet(runs, keys):
+    """The key with the fewest values (2 to 4) among keys, None if there is none."""
+    counts = [(len({r.get(k) for r in runs}), k) for k in keys]
+    counts = [c for c in counts if 2 <= c[0] <= 4]
+    return min(counts)[1] if counts else None
+
+
+def facet_name(run, key):
+    if key is None:
+        return ""
+    if key == "model.heads":
+        return heads_name(run)
+    return f"{readable(key)} {run.get(key) or '(none)'}"
+
+
+def base_name(run):
+    return f"{variant_name(run)}, {run.get('attention.denominator') or '?'}"
+
+
+def task_figures(runs, swept, title, prefix, out_dir, written):
+    keys = varying_keys(runs, swept)
+
+    def name_of(ks):  # a sweep point's name: its swept values, else its variant
+        return (lambda r: describe(r, ks) or base_name(r)) if ks else base_name
+
+    def group_of(ks):  # a series of a final-accuracy figure: one for all when ks is empty
+        return lambda r: describe(r, ks)
+
+    variant_keys = ("attention.numerator", "attention.order")
+    rest = [k for k in keys if k not in variant_keys]
+    # Curves: over MAX_CURVES sweep points, one row of panels per value of a
+    # key with few values (e.g. the denominator), so that bands stay legible.
+    facet = curve_facet(runs, rest) if len(group_by(runs, name_of(keys))) > MAX_CURVES else None
+    series_keys = [k for k in keys if k != facet]
+    panels = OrderedDict((p, group_by(members, name_of(series_keys)))
+                         for p, members in group_by(runs, lambda r: facet_name(r, facet)).items())
+    curves(panels, legend_title(series_keys) if series_keys else "variant", title, out_dir, prefix, written)
+
+    if "attention.order" in keys:
+        fig = order_figure(runs, group_of(rest), legend_title(rest),
+                           f"{title}: final test accuracy against Taylor order")
+        save(fig, out_dir, prefix + "by_order", written)
+    elif "attention.numerator" in keys:
+        fig = categorical_figure(runs, variant_name, group_of(rest), "numerator", legend_title(rest),
+                                 f"{title}: final test accuracy per numerator")
+        save(fig, out_dir, prefix + "by_numerator", written)
+    elif "attention.denominator" in keys:
+        den_keys = ["attention.denominator"] + (["attention.clamp"] if "attention.clamp" in keys else [])
+        others = [k for k in keys if k not in den_keys]
+        fig = categorical_figure(runs, lambda r: describe(r, den_keys), group_of(others), "denominator",
+                                 legend_title(others), f"{title}: final test accuracy per denominator")
+        save(fig, out_dir, prefix + "by_denominator", written)
+    elif keys:
+        fig = categorical_figure(runs, name_of(keys), lambda r: "", legend_title(keys), None,
+                                 f"{title}: final test accuracy per sweep point")
+        save(fig, out_dir, prefix + "final_accuracy", written)
+
+    if len({layer_state(r) for r in runs} - {None}) > 1:
+        fig = state_figure(runs, group_of(rest), legend_title(rest), f"{title}: final test accuracy against state size")
+        save(fig, out_dir, prefix + "by_state", written)
+
+
+def plot(results_dir, out_dir):
+    runs, swept = read_results(results_dir)
+    os.makedirs(out_dir, exist_ok=True)
+    name = os.path.basename(os.path.normpath(results_dir))
+    base_task = base_task_kind(results_dir) or "task"
+    tasks = group_by(runs, lambda r: r.get("task.kind") or base_task)
+    written = []
+    for task, task_runs in tasks.items():
+        prefix = f"{task}_" if len(tasks) > 1 else ""
+        title = f"{name} / {task}" if task != "task" else name
+        task_figures(task_runs, swept, title, prefix, out_dir, written)
+    # A sweep of one setting per task (the quickstart): one final-accuracy figure, the tasks side by side.
+    if all(not varying_keys(task_runs, swept) for task_runs in tasks.values()):
+        task_of = {id(r): task for task, task_runs in tasks.items() for r in task_runs}
+        one_variant = len({base_name(r) for r in runs}) == 1
+        fig = categorical_figure(runs, lambda r: task_of[id(r)] if one_variant else f"{task_of[id(r)]}\n{base_name(r)}",
+                                 lambda r: "", "task", None, f"{name}: final test accuracy per task"
+                                 + (f" ({base_name(runs[0])})" if one_variant else ""))
+        save(fig, out_dir, "final_accuracy", written)
+    return written
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results_dir")
-    ap.add_argument("--out")
+    ap.add_argument("--out", help="folder for the figures (default RESULTS_DIR/plots)")
     args = ap.parse_args()
-    rows, swept = read_summary(os.path.join(args.results_dir, "summary.csv"))
-    if not rows:
-        raise SystemExit(f"{args.results_dir}/summary.csv has no runs")
-    out_dir = args.out or os.path.join(args.results_dir, "plots")
-    os.makedirs(out_dir, exist_ok=True)
-    name = os.path.basename(os.path.normpath(args.results_dir))
-    tasks = OrderedDict()
-    for r in rows:
-        tasks.setdefault(task_of(args.results_dir, r), []).append(r)
-    group_keys = [k for k in swept if k not in NON_GROUP]
-    written = []
-    for task, trows in tasks.items():
-        prefix = os.path.join(out_dir, (task + "_") if len(tasks) > 1 else "")
-        title = f"{name}" + (f" / {task}" if len(tasks) > 1 else "")
-        curves(trows, group_keys, args.results_dir, prefix + "curves.png", title)
-        written.append(prefix + "curves.png")
-        other = [k for k in group_keys if k not in ("attention.order",)]
-        if "attention.order" in swept:
-            line = "attention.denominator" if "attention.denominator" in swept else (other[0] if other else None)
-            by_key(trows, "attention.order", line, prefix + "by_order.png", title + ": final accuracy vs Taylor order", True)
-            written.append(prefix + "by_order.png")
-        if "attention.denominator" in swept:
-            line = "attention.numerator" if "attention.numerator" in swept else None
-            by_key(trows, "attention.denominator", line, prefix + "by_denominator.png",
-                   title + ": final accuracy vs denominator", False)
-            written.append(prefix + "by_denominator.png")
-        if len({r.get("state_floats", "") for r in trows} - {""}) > 1:
-            line = "attention.numerator" if "attention.numerator" in swept else None
-            by_key(trows, "state_floats", line, prefix + "by_state.png",
-                   title + ": final accuracy vs state size per layer and head", True)
-            written.append(prefix + "by_state.png")
+    plt.rcParams.update(STYLE)
+    try:
+        written = plot(args.results_dir, args.out or os.path.join(args.results_dir, "plots"))
+    except InputError as e:
+        print(f"plot_sweep.py: {e}", file=sys.stderr)
+        return 2
     for w in written:
         print("wrote", w)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

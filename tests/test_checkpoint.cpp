@@ -3,10 +3,8 @@
 // named by file, and `attnlab eval` reproducing a run's last test row.
 #include <catch2/catch.hpp>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <sstream>
@@ -21,14 +19,20 @@
 #include "attnlab/io/safetensors.hpp"
 #include "attnlab/run/runner.hpp"
 #include "attnlab/spec/spec.hpp"
+#include "attnlab/run/run_dir.hpp"
 #include "attnlab/train/checkpoint.hpp"
 #include "attnlab/util/error.hpp"
-
-#ifndef ATTNLAB_BINARY
-#error "ATTNLAB_BINARY must give the path of the attnlab executable"
-#endif
+#include "support/model_check.hpp"
+#include "support/process_support.hpp"
+#include "support/tiny_spec.hpp"
 
 using namespace attnlab;
+using attnlab::test::cli_result;
+using attnlab::test::count_of;
+using attnlab::test::csv_fields;
+using attnlab::test::run_cli;
+using attnlab::test::small_model;
+using attnlab::test::tiny_lookup_spec;
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
@@ -93,16 +97,6 @@ std::string read_error(const std::string& path, const std::string& bytes, const 
     return "";
 }
 
-model_config small_model(position_kind pos, mlp_kind mlp) {
-    model_config m;
-    m.layers = 2;
-    m.d_model = 16;
-    m.heads = 2;
-    m.position = pos;
-    m.mlp = mlp;
-    return m;
-}
-
 // (name, shape) as SPEC §3 lists them, for the header text: "name":{"dtype":"F32","shape":[..],
 std::string entry_prefix(const std::string& name, const std::vector<int>& shape) {
     std::string s = "\"";
@@ -113,12 +107,6 @@ std::string entry_prefix(const std::string& name, const std::vector<int>& shape)
         s += std::to_string(shape[i]);
     }
     return s + "],";
-}
-
-std::size_t count_of(const std::string& text, const std::string& what) {
-    std::size_t n = 0;
-    for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
-    return n;
 }
 
 // Saves `a`, loads into a differently initialised `b`, checks every tensor's
@@ -188,50 +176,50 @@ TEST_CASE("safetensors: a file written by another tool (other order, whitespace,
 
 // ---------------------------------------------------------------- models
 
+namespace {
+
+using tensor_list = std::vector<std::pair<std::string, std::vector<int>>>;
+
+// The tensors of a 2-block model of width D with exact softmax attention, in
+// layout order: `inputs` (embedding, positions), then per block its norms,
+// q, k, v, o and the `mlp` tensors, then the final norm and the head.
+tensor_list two_block_tensors(int V, int D, const tensor_list& inputs, const tensor_list& mlp) {
+    tensor_list all = inputs;
+    for (int i = 0; i < 2; ++i) {
+        const std::string b = "blocks." + std::to_string(i) + ".";
+        for (const auto& [name, shape] : tensor_list{{"attn_norm.weight", {D}},
+                                                     {"attn.q.weight", {D, D}},
+                                                     {"attn.k.weight", {D, D}},
+                                                     {"attn.v.weight", {D, D}},
+                                                     {"attn.o.weight", {D, D}},
+                                                     {"mlp_norm.weight", {D}}})
+            all.emplace_back(b + name, shape);
+        for (const auto& [name, shape] : mlp) all.emplace_back(b + name, shape);
+    }
+    all.push_back({"norm.weight", {D}});
+    all.push_back({"head.weight", {V, D}});
+    return all;
+}
+
+}  // namespace
+
 TEST_CASE("checkpoint: round trip of a model with learned positions and a gelu MLP, SPEC names", "[checkpoint]") {
     ckpt_temp_dir dir("gelu");
     const int V = 10, T = 12, D = 16, F = 64;  // gelu hidden 4 D
-    std::vector<std::pair<std::string, std::vector<int>>> expected = {{"embed.weight", {V, D}}, {"pos.weight", {T, D}}};
-    for (int i = 0; i < 2; ++i) {
-        const std::string b = "blocks." + std::to_string(i) + ".";
-        for (auto e : std::vector<std::pair<std::string, std::vector<int>>>{{"attn_norm.weight", {D}},
-                                                                            {"attn.q.weight", {D, D}},
-                                                                            {"attn.k.weight", {D, D}},
-                                                                            {"attn.v.weight", {D, D}},
-                                                                            {"attn.o.weight", {D, D}},
-                                                                            {"mlp_norm.weight", {D}},
-                                                                            {"mlp.up.weight", {F, D}},
-                                                                            {"mlp.up.bias", {F}},
-                                                                            {"mlp.down.weight", {D, F}},
-                                                                            {"mlp.down.bias", {D}}})
-            expected.emplace_back(b + e.first, e.second);
-    }
-    expected.push_back({"norm.weight", {D}});
-    expected.push_back({"head.weight", {V, D}});
-    check_round_trip(small_model(position_kind::learned, mlp_kind::gelu), attention_config{}, V, T, expected,
+    const tensor_list expected = two_block_tensors(
+        V, D, {{"embed.weight", {V, D}}, {"pos.weight", {T, D}}},
+        {{"mlp.up.weight", {F, D}}, {"mlp.up.bias", {F}}, {"mlp.down.weight", {D, F}}, {"mlp.down.bias", {D}}});
+    check_round_trip(small_model(2, 16, mlp_kind::gelu, position_kind::learned), attention_config{}, V, T, expected,
                      dir / "model.safetensors");
 }
 
 TEST_CASE("checkpoint: round trip of a model with rope and a swiglu MLP, SPEC names", "[checkpoint]") {
     ckpt_temp_dir dir("swiglu");
     const int V = 10, T = 12, D = 16, F = 48;  // swiglu hidden: 8/3 D rounded up to a multiple of 8
-    std::vector<std::pair<std::string, std::vector<int>>> expected = {{"embed.weight", {V, D}}};
-    for (int i = 0; i < 2; ++i) {
-        const std::string b = "blocks." + std::to_string(i) + ".";
-        for (auto e : std::vector<std::pair<std::string, std::vector<int>>>{{"attn_norm.weight", {D}},
-                                                                            {"attn.q.weight", {D, D}},
-                                                                            {"attn.k.weight", {D, D}},
-                                                                            {"attn.v.weight", {D, D}},
-                                                                            {"attn.o.weight", {D, D}},
-                                                                            {"mlp_norm.weight", {D}},
-                                                                            {"mlp.gate.weight", {F, D}},
-                                                                            {"mlp.up.weight", {F, D}},
-                                                                            {"mlp.down.weight", {D, F}}})
-            expected.emplace_back(b + e.first, e.second);
-    }
-    expected.push_back({"norm.weight", {D}});
-    expected.push_back({"head.weight", {V, D}});
-    check_round_trip(small_model(position_kind::rope, mlp_kind::swiglu), attention_config{}, V, T, expected,
+    const tensor_list expected =
+        two_block_tensors(V, D, {{"embed.weight", {V, D}}},
+                          {{"mlp.gate.weight", {F, D}}, {"mlp.up.weight", {F, D}}, {"mlp.down.weight", {D, F}}});
+    check_round_trip(small_model(2, 16, mlp_kind::swiglu, position_kind::rope), attention_config{}, V, T, expected,
                      dir / "model.safetensors");
 }
 
@@ -241,7 +229,7 @@ TEST_CASE("checkpoint: gate and out_norm tensors of SPEC §3 round-trip through 
     a.in_gate = true;
     a.out_gate = true;
     model_offsets off;
-    const param_layout L = build_param_layout(small_model(position_kind::rope, mlp_kind::none), a, 10, 12, off);
+    const param_layout L = build_param_layout(small_model(2, 16, mlp_kind::none, position_kind::rope), a, 10, 12, off);
     std::vector<float> params(L.total());
     for (std::size_t i = 0; i < params.size(); ++i) params[i] = static_cast<float>(i) * 0.5f - 3.0f;
     const std::string bytes = safetensors_encode(L, params);
@@ -404,8 +392,8 @@ TEST_CASE("safetensors: a missing, extra or misshapen tensor against the model's
 
 TEST_CASE("checkpoint: loading a checkpoint of another model leaves the model unchanged", "[checkpoint]") {
     ckpt_temp_dir dir("mismatch");
-    transformer<float> gelu(small_model(position_kind::learned, mlp_kind::gelu), attention_config{}, 10, 12);
-    transformer<float> swiglu(small_model(position_kind::learned, mlp_kind::swiglu), attention_config{}, 10, 12);
+    transformer<float> gelu(small_model(2, 16, mlp_kind::gelu, position_kind::learned), attention_config{}, 10, 12);
+    transformer<float> swiglu(small_model(2, 16, mlp_kind::swiglu, position_kind::learned), attention_config{}, 10, 12);
     gelu.init_params(1);
     swiglu.init_params(2);
     const std::vector<float> before = swiglu.params;
@@ -424,47 +412,9 @@ TEST_CASE("checkpoint: loading a checkpoint of another model leaves the model un
 
 // ---------------------------------------------------------------- end to end
 
-namespace {
-
-struct process_result {
-    int code = -1;
-    std::string out, err;
-};
-
-// Runs `args` through the shell with stdout and stderr captured apart.
-process_result run_binary(const std::string& args, const std::string& err_file) {
-    process_result r;
-    const std::string cmd = std::string("'") + ATTNLAB_BINARY + "' " + args + " 2>'" + err_file + "'";
-    FILE* p = ::popen(cmd.c_str(), "r");
-    REQUIRE(p != nullptr);
-    char buf[4096];
-    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
-    const int status = ::pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.err = read_file(err_file);
-    return r;
-}
-
-std::vector<std::string> split_commas(const std::string& line) {
-    std::vector<std::string> f;
-    std::stringstream ss(line);
-    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
-    return f;
-}
-
-}  // namespace
-
 TEST_CASE("eval: a trained run's checkpoint reproduces the last test row of metrics.csv", "[checkpoint]") {
     ckpt_temp_dir dir("e2e");
-    const std::string spec_text =
-        "name: tiny\n"
-        "base:\n"
-        "  seed: 0\n"
-        "  task: {kind: lookup, vocab: 16, seq_len: 8, pairs: 2, test_examples: 16}\n"
-        "  model: {layers: 1, d_model: 16, heads: 2}\n"
-        "  attention: {numerator: exp, denominator: softmax}\n"
-        "  train: {steps: 20, batch: 4, lr: 1.0e-3, warmup: 2, eval_every: 10}\n";
-    const experiment_spec spec = parse_spec(spec_text, "tiny.yaml");
+    const experiment_spec spec = parse_spec(tiny_lookup_spec("tiny", 20, 10, ""), "tiny.yaml");
     REQUIRE(spec.runs.size() == 1);
     runner_options ro;
     ro.out_root = dir.path.string();
@@ -472,9 +422,8 @@ TEST_CASE("eval: a trained run's checkpoint reproduces the last test row of metr
     spdlog::set_level(spdlog::level::warn);  // keep the test output quiet
     const sweep_outcome res = run_sweep(spec, ro);
     // A run that diverges (lr 1e30: at step 2) saves nothing.
-    std::string div_text = spec_text;
+    std::string div_text = tiny_lookup_spec("div", 20, 10, "");
     div_text.replace(div_text.find("lr: 1.0e-3"), 10, "lr: 1.0e+30");
-    div_text.replace(0, 10, "name: div");
     const experiment_spec div_spec = parse_spec(div_text, "div.yaml");
     const sweep_outcome div = run_sweep(div_spec, ro);
     spdlog::set_level(log_level);
@@ -489,7 +438,7 @@ TEST_CASE("eval: a trained run's checkpoint reproduces the last test row of metr
     std::istringstream csv(read_file(run_dir + "/metrics.csv"));
     std::vector<std::string> last_test;
     for (std::string line; std::getline(csv, line);) {
-        auto f = split_commas(line);
+        auto f = csv_fields(line);
         if (f.size() > 4 && f[1] == "test") last_test = f;
     }
     REQUIRE(last_test.size() > 4);
@@ -497,7 +446,7 @@ TEST_CASE("eval: a trained run's checkpoint reproduces the last test row of metr
 
     const std::string expected =
         "test loss " + last_test[2] + " token_acc " + last_test[3] + " seq_acc " + last_test[4] + "\n";
-    const process_result r = run_binary("eval '" + run_dir + "'", dir / "err.txt");
+    const cli_result r = run_cli({"eval", run_dir});
     INFO("stderr: " << r.err);
     CHECK(r.code == 0);
     CHECK(r.out == expected);
@@ -515,7 +464,7 @@ TEST_CASE("eval: a trained run's checkpoint reproduces the last test row of metr
     fs::copy_file(run_dir + "/config.yaml", bad_dir + "/config.yaml");
     const std::string ckpt = read_file(run_dir + "/model.safetensors");
     write_file_atomic(bad_dir + "/model.safetensors", ckpt.substr(0, ckpt.size() / 2));
-    const process_result bad = run_binary("eval '" + bad_dir + "'", dir / "err.txt");
+    const cli_result bad = run_cli({"eval", bad_dir});
     CHECK(bad.code == 1);
     CHECK(bad.out.empty());
     CHECK_THAT(bad.err, StartsWith("attnlab: error: " + bad_dir + "/model.safetensors: data section truncated"));
@@ -524,17 +473,17 @@ TEST_CASE("eval: a trained run's checkpoint reproduces the last test row of metr
 
     // No checkpoint at all, and no run directory.
     fs::remove(bad_dir + "/model.safetensors");
-    const process_result none = run_binary("eval '" + bad_dir + "'", dir / "err.txt");
+    const cli_result none = run_cli({"eval", bad_dir});
     CHECK(none.code == 1);
     CHECK_THAT(none.err, StartsWith("attnlab: error: " + bad_dir + "/model.safetensors: no such checkpoint file"));
     const std::string div_dir = div.dir + "/runs/" + div_spec.runs[0].id;
     CHECK(fs::is_regular_file(div_dir + "/result.yaml"));
     CHECK_FALSE(fs::exists(div_dir + "/model.safetensors"));
-    const process_result diverged = run_binary("eval '" + div_dir + "'", dir / "err.txt");
+    const cli_result diverged = run_cli({"eval", div_dir});
     CHECK(diverged.code == 1);
     CHECK(diverged.err == "attnlab: error: " + div_dir +
                               "/model.safetensors: no such checkpoint file (the run diverged, so nothing was saved)\n");
-    const process_result nodir = run_binary("eval '" + (dir / "nope") + "'", dir / "err.txt");
+    const cli_result nodir = run_cli({"eval", dir / "nope"});
     CHECK(nodir.code == 2);
     CHECK(nodir.err == "attnlab: error: " + (dir / "nope") + ": no such run directory\n");
 }

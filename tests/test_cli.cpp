@@ -4,23 +4,18 @@
 // interrupted), its one-line errors and the files it writes are checked.
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <functional>
-#include <random>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "support/process_support.hpp"
+#include "support/run_results.hpp"
+#include "support/tiny_spec.hpp"
 
 namespace fs = std::filesystem;
 using namespace attnlab::test;
@@ -39,17 +34,15 @@ std::string single_error(const cli_result& r) {
     return r.err.substr(16, r.err.size() - 17);
 }
 
-// A tiny training spec: 2 seeds, 25 steps, train+test rows at steps 10, 20, 25.
-const std::string tiny_spec = R"(# two seeds of a tiny lookup model
-name: tiny
-base:
-  seed: 0
-  task: {kind: lookup, vocab: 16, seq_len: 8, pairs: 2, test_examples: 16}
-  model: {layers: 1, d_model: 16, heads: 2}
-  attention: {numerator: exp, denominator: softmax}
-  train: {steps: 25, batch: 4, lr: 1.0e-3, warmup: 2, eval_every: 10}
-seeds: [0, 1]
-)";
+// A tiny training spec: 2 seeds, 25 steps, train+test rows at steps 10, 20, 25;
+// a comment first (the model is on line 6).
+const std::string tiny_spec =
+    "# two seeds of a tiny lookup model\n" + tiny_lookup_spec("tiny", 25, 10, "seeds: [0, 1]\n");
+
+// The folder of a test that runs tiny_spec (spec, out and res).
+struct tiny_spec_dir : spec_in_temp_dir {
+    tiny_spec_dir() : spec_in_temp_dir("tiny", tiny_spec) {}
+};
 
 // A 2 x 2 grid crossed with 2 seeds; the line numbers are the ones the error tests use.
 const std::string grid_spec = R"(name: grid
@@ -370,12 +363,7 @@ TEST_CASE("attnlab run on a bad spec writes nothing", "[cli]") {
     }
 }
 
-TEST_CASE("attnlab run writes the results tree and skips finished runs", "[cli]") {
-    temp_dir dir;
-    const fs::path spec = dir / "tiny.yaml";
-    write_text(spec, tiny_spec);
-    const fs::path out = dir / "out";
-    const fs::path res = out / "tiny";
+TEST_CASE_METHOD(tiny_spec_dir, "attnlab run writes the results tree and skips finished runs", "[cli]") {
     const std::vector<std::string> cmd = {"run", spec.string(), "--out", out.string(), "--threads", "1"};
 
     const auto r = run_cli(cmd);
@@ -467,13 +455,7 @@ TEST_CASE("attnlab run writes the results tree and skips finished runs", "[cli]"
     }
 }
 
-TEST_CASE("attnlab run applies --set to every run", "[cli]") {
-    temp_dir dir;
-    const fs::path spec = dir / "tiny.yaml";
-    write_text(spec, tiny_spec);
-    const fs::path out = dir / "out";
-    const fs::path res = out / "tiny";
-
+TEST_CASE_METHOD(tiny_spec_dir, "attnlab run applies --set to every run", "[cli]") {
     auto check_steps = [&](int steps) {
         for (int seed = 0; seed < 2; ++seed) {
             const fs::path run = res / "runs" / ("seed=" + std::to_string(seed));
@@ -537,11 +519,7 @@ TEST_CASE("attnlab run writes into the default results/ directory", "[cli]") {
     CHECK(fs::is_regular_file(dir / "results/tiny/runs/seed=1/result.yaml"));
 }
 
-TEST_CASE("attnlab run records a diverging run and goes on", "[cli]") {
-    temp_dir dir;
-    const fs::path spec = dir / "tiny.yaml";
-    write_text(spec, tiny_spec);
-    const fs::path out = dir / "out";
+TEST_CASE_METHOD(tiny_spec_dir, "attnlab run records a diverging run and goes on", "[cli]") {
     const auto r = run_cli({"run", spec.string(), "--out", out.string(), "--threads", "1", "--set", "train.lr=1e30",
                             "--set", "train.clip=0"});
     INFO("stderr:\n" << r.err);
@@ -573,29 +551,11 @@ TEST_CASE("attnlab run stops on SIGINT with exit code 130 and keeps finished run
 
     // Starts the sweep, waits until `until` holds, sends SIGINT and returns the exit code and stderr.
     auto interrupt = [&](const std::function<bool(const std::string& err)>& until) {
-        const child c = spawn(cmd, dir.path());
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-        bool ready = false;
-        while (!ready && std::chrono::steady_clock::now() < deadline) {
-            int status = 0;
-            if (::waitpid(c.pid, &status, WNOHANG) == c.pid) {
-                FAIL("attnlab ended before SIGINT with code " << exit_code_of(status) << ":\n"
-                                                              << read_text(c.err_file));
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-            ready = until(read_text(c.err_file));
-        }
-        if (!ready) {
-            ::kill(c.pid, SIGKILL);
-            ::waitpid(c.pid, nullptr, 0);
-            FAIL("attnlab did not reach the expected state within 60 s:\n" << read_text(c.err_file));
-        }
-        REQUIRE(::kill(c.pid, SIGINT) == 0);
-        const auto t0 = std::chrono::steady_clock::now();
-        const int code = wait_for(c, std::chrono::seconds(10));
-        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        INFO("waited " << waited << " s after SIGINT");
-        return std::make_pair(code, read_text(c.err_file));
+        child_process c(cmd, launch_options().in(dir.path()).with_timeout(std::chrono::seconds(10)));
+        c.wait_until([&] { return until(c.err()); });
+        c.send(SIGINT);
+        const cli_result r = c.wait();
+        return std::make_pair(r.code, r.err);
     };
     auto long_run_has_rows = [&](std::size_t n) {
         std::error_code ec;

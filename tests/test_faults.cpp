@@ -1,4 +1,4 @@
-// Faults around `attnlab run`, each on the real binary (tests/process_support.hpp):
+// Faults around `attnlab run`, each on the real binary (tests/support/process_support.hpp):
 // SIGINT and SIGTERM mid-run save a resume state and the next invocation
 // goes on from it, giving the metrics and checkpoint of a run never stopped;
 // SIGKILL mid-run leaves the finished runs untouched and the rerun completes
@@ -9,27 +9,23 @@
 // that cannot fit in --max-memory is refused before anything runs.
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
-#include <functional>
-#include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "attnlab/model/memory_estimate.hpp"
 #include "attnlab/run/resources.hpp"
-#include "attnlab/run/summary.hpp"
+#include "attnlab/run/run_dir.hpp"
 #include "attnlab/spec/spec.hpp"
+#include "attnlab/train/memory_estimate.hpp"
 #include "support/process_support.hpp"
+#include "support/run_results.hpp"
+#include "support/tiny_spec.hpp"
 
 namespace fs = std::filesystem;
 using namespace attnlab;
@@ -40,89 +36,21 @@ namespace {
 
 // Two seeds of a tiny model; one run takes about half a second, so a signal
 // sent when the second run has a few rows lands in its middle.
-const std::string two_seeds = R"(# two seeds of a tiny lookup model
-name: faults
-base:
-  seed: 0
-  task: {kind: lookup, vocab: 16, seq_len: 8, pairs: 2, test_examples: 16}
-  model: {layers: 1, d_model: 16, heads: 2}
-  attention: {numerator: exp, denominator: softmax}
-  train: {steps: 4000, batch: 4, lr: 1.0e-3, warmup: 2, eval_every: 100}
-seeds: [0, 1]
-)";
+const std::string two_seeds = tiny_lookup_spec("faults", 4000, 100, "seeds: [0, 1]\n");
 constexpr std::size_t full_metrics_lines = 1 + 1 + 2 * 40;  // header, step 0, (train, test) x 40
 
-// two_seeds with 400 steps (a few rows) and other seeds.
-std::string edit_steps(std::string text, const std::string& seeds = "seeds: [0, 1]\n") {
-    const auto at = text.find("steps: 4000");
-    REQUIRE(at != std::string::npos);
-    text.replace(at, 11, "steps: 400");
-    const auto s = text.find("seeds: [0, 1]\n");
-    REQUIRE(s != std::string::npos);
-    return text.replace(s, 14, seeds);
+// The same with 400 steps (a few rows) and other seeds.
+std::string short_runs(const std::string& seeds = "seeds: [0, 1]\n") {
+    return tiny_lookup_spec("faults", 400, 100, seeds);
 }
 
-bool present(const fs::path& p) {
-    std::error_code ec;
-    return fs::exists(p, ec);
-}
-
-// Every file under `dir` with its bytes.
-std::map<std::string, std::string> snapshot(const fs::path& dir) {
-    std::map<std::string, std::string> files;
-    for (const auto& e : fs::recursive_directory_iterator(dir))
-        if (e.is_regular_file()) files[fs::relative(e.path(), dir).string()] = read_text(e.path());
-    return files;
-}
-
-std::vector<std::string> temporaries(const fs::path& dir) {
-    std::vector<std::string> out;
-    if (!present(dir)) return out;
-    for (const auto& e : fs::recursive_directory_iterator(dir))
-        if (e.path().filename().string().find(".tmp") != std::string::npos) out.push_back(e.path().string());
-    return out;
-}
-
-std::size_t line_count(const fs::path& p) { return present(p) ? lines_of(read_text(p)).size() : 0; }
-
-// Waits (at most 60 s) until `ready` holds, failing if the child ends first.
-void wait_until(const child& c, const std::function<bool()>& ready) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!ready()) {
-        int status = 0;
-        if (::waitpid(c.pid, &status, WNOHANG) == c.pid)
-            FAIL("attnlab ended early with code " << exit_code_of(status) << ":\n" << read_text(c.err_file));
-        if (std::chrono::steady_clock::now() > deadline) {
-            ::kill(c.pid, SIGKILL);
-            ::waitpid(c.pid, nullptr, 0);
-            FAIL("attnlab did not get there within 60 s:\n" << read_text(c.err_file));
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-}
-
-// Waits for the end of a child; the raw wait status.
-int wait_status(const child& c) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    for (;;) {
-        int status = 0;
-        if (::waitpid(c.pid, &status, WNOHANG) == c.pid) return status;
-        if (std::chrono::steady_clock::now() > deadline) {
-            ::kill(c.pid, SIGKILL);
-            ::waitpid(c.pid, &status, 0);
-            FAIL("attnlab did not end within 60 s:\n" << read_text(c.err_file));
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-}
+// The folder of a test that runs two_seeds (spec, out and res).
+struct two_seeds_dir : spec_in_temp_dir {
+    two_seeds_dir() : spec_in_temp_dir("faults", two_seeds) {}
+};
 
 // The reference: the spec run once, never stopped, with --threads 1.
-fs::path reference(const temp_dir& tmp, const fs::path& spec) {
-    const auto r = run_cli({"run", spec.string(), "--out", (tmp / "reference").string(), "--threads", "1"}, tmp.path());
-    INFO(r.err);
-    REQUIRE(r.code == 0);
-    return tmp / "reference" / "faults";
-}
+fs::path reference(const temp_dir& tmp, const fs::path& spec) { return reference_results(tmp, spec, "faults"); }
 
 // Checks that run `id` of `res` equals the reference's: metrics (but their
 // timings), checkpoint and result (but wall_s), and that it is finished.
@@ -131,77 +59,16 @@ void check_equals_reference(const fs::path& res, const fs::path& ref, const std:
     const fs::path run = res / "runs" / id, ref_run = ref / "runs" / id;
     REQUIRE(present(run / "result.yaml"));
     CHECK(line_count(run / "metrics.csv") == full_metrics_lines);
-    CHECK(metrics_without_timings(read_text(run / "metrics.csv")) ==
-          metrics_without_timings(read_text(ref_run / "metrics.csv")));
+    check_same_metrics(res, ref, id);
     CHECK(read_text(run / "model.safetensors") == read_text(ref_run / "model.safetensors"));
     CHECK_FALSE(present(run / "resume.state"));
 }
 
-// attnlab with stderr through a pipe (a file would be subject to the limit)
-// and, if fsize > 0, RLIMIT_FSIZE = fsize bytes: writes past it fail with EFBIG.
-cli_result run_with_file_limit(const std::vector<std::string>& args, rlim_t fsize, const fs::path& cwd) {
-    int fds[2];
-    REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
-    std::vector<std::string> argv_s = {ATTNLAB_BINARY};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : argv_s) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const std::string cwd_s = cwd.string();
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {  // async-signal-safe calls only
-        const int null_fd = ::open("/dev/null", O_RDWR);
-        if (null_fd < 0) ::_exit(126);
-        ::dup2(null_fd, 0);
-        ::dup2(null_fd, 1);
-        ::dup2(fds[1], 2);
-        if (!cwd_s.empty() && ::chdir(cwd_s.c_str()) != 0) ::_exit(126);
-        if (fsize > 0) {
-            const struct rlimit lim = {fsize, fsize};
-            if (::setrlimit(RLIMIT_FSIZE, &lim) != 0) ::_exit(126);
-        }
-        ::signal(SIGINT, SIG_DFL);
-        ::signal(SIGXFSZ, SIG_DFL);  // attnlab must ignore it itself
-        sigset_t none;
-        sigemptyset(&none);
-        ::sigprocmask(SIG_SETMASK, &none, nullptr);
-        ::execv(argv[0], argv.data());
-        ::_exit(127);
-    }
-    ::close(fds[1]);
-    cli_result r;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    for (;;) {
-        pollfd p{fds[0], POLLIN, 0};
-        if (::poll(&p, 1, 100) > 0) {
-            char buf[4096];
-            const ssize_t n = ::read(fds[0], buf, sizeof buf);
-            if (n <= 0) break;
-            r.err.append(buf, static_cast<std::size_t>(n));
-        }
-        if (std::chrono::steady_clock::now() > deadline) {
-            ::kill(pid, SIGKILL);
-            break;
-        }
-    }
-    ::close(fds[0]);
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
-    r.code = exit_code_of(status);
-    INFO("attnlab stderr:\n" << r.err);
-    REQUIRE(r.code != 126);
-    REQUIRE(r.code != 127);
-    return r;
-}
-
 }  // namespace
 
-TEST_CASE("SIGINT or SIGTERM mid-run saves the run's state; the next run resumes it as if never stopped", "[faults]") {
-    temp_dir tmp;
-    const fs::path spec = tmp / "faults.yaml";
-    write_text(spec, two_seeds);
-    const fs::path out = tmp / "out", res = out / "faults";
+TEST_CASE_METHOD(two_seeds_dir,
+                 "SIGINT or SIGTERM mid-run saves the run's state; the next run resumes it as if never stopped",
+                 "[faults]") {
     const fs::path done_run = res / "runs" / "seed=0", stopped_run = res / "runs" / "seed=1";
 
     int sig = SIGINT, expected_code = 130;
@@ -213,14 +80,14 @@ TEST_CASE("SIGINT or SIGTERM mid-run saves the run's state; the next run resumes
     }
     INFO("signal " << sig);
 
-    const child c = spawn(cmd, tmp.path());
-    wait_until(c, [&] { return line_count(stopped_run / "metrics.csv") >= 6; });
-    REQUIRE(::kill(c.pid, sig) == 0);
-    const int status = wait_status(c);
-    const std::string err1 = read_text(c.err_file);
+    child_process c(cmd, tmp.path());
+    c.wait_until([&] { return line_count(stopped_run / "metrics.csv") >= 6; });
+    c.send(sig);
+    const cli_result first = c.wait();
+    const std::string& err1 = first.err;
     INFO("first stderr:\n" << err1);
-    REQUIRE(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == expected_code);
+    REQUIRE(first.signal == 0);
+    CHECK(first.code == expected_code);
     CHECK_THAT(err1, Contains("[2/2 seed=1] interrupted after step "));
     CHECK_THAT(err1, Contains(sig == SIGTERM ? "terminated:" : "interrupted:"));
     REQUIRE(present(done_run / "result.yaml"));
@@ -247,29 +114,24 @@ TEST_CASE("SIGINT or SIGTERM mid-run saves the run's state; the next run resumes
     const fs::path ref = reference(tmp, spec);
     check_equals_reference(res, ref, "seed=0");
     check_equals_reference(res, ref, "seed=1");
-    CHECK(summary_without_timings(read_text(res / "summary.csv")) ==
-          summary_without_timings(read_text(ref / "summary.csv")));
-    CHECK(read_text(res / "table.md") == read_text(ref / "table.md"));
+    check_same_summary(res, ref);
     CHECK(temporaries(res).empty());
 }
 
-TEST_CASE("SIGTERM stops every run of --jobs 2 in progress; each resumes and equals an uninterrupted run", "[faults]") {
-    temp_dir tmp;
-    const fs::path spec = tmp / "faults.yaml";
-    write_text(spec, two_seeds);
-    const fs::path out = tmp / "out", res = out / "faults";
+TEST_CASE_METHOD(two_seeds_dir,
+                 "SIGTERM stops every run of --jobs 2 in progress; each resumes and equals an uninterrupted run",
+                 "[faults]") {
     const std::vector<std::string> cmd = {"run", spec.string(), "--out", out.string(), "--threads", "2", "--jobs", "2"};
-    const child c = spawn(cmd, tmp.path());
-    wait_until(c, [&] {
+    child_process c(cmd, tmp.path());
+    c.wait_until([&] {
         return line_count(res / "runs" / "seed=0" / "metrics.csv") >= 6 &&
                line_count(res / "runs" / "seed=1" / "metrics.csv") >= 6;
     });
-    REQUIRE(::kill(c.pid, SIGTERM) == 0);
-    const int status = wait_status(c);
-    const std::string err1 = read_text(c.err_file);
-    INFO("first stderr:\n" << err1);
-    REQUIRE(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 143);
+    c.send(SIGTERM);
+    const cli_result first = c.wait();
+    INFO("first stderr:\n" << first.err);
+    REQUIRE(first.signal == 0);
+    CHECK(first.code == 143);
     for (const char* id : {"seed=0", "seed=1"}) {
         INFO(id);
         CHECK(present(res / "runs" / id / "resume.state"));
@@ -299,30 +161,25 @@ base:
   train: {steps: 1000, batch: 16, lr: 1.0e-3, warmup: 2, eval_every: 1}
 )");
     const fs::path res = tmp / "out" / "slow" / "runs" / "seed=0";
-    const child c = spawn({"run", spec.string(), "--out", (tmp / "out").string(), "--threads", "1"}, tmp.path());
-    wait_until(c, [&] { return line_count(res / "metrics.csv") >= 2; });  // step 0 tested: training
-    REQUIRE(::kill(c.pid, SIGINT) == 0);
+    child_process c({"run", spec.string(), "--out", (tmp / "out").string(), "--threads", "1"}, tmp.path());
+    c.wait_until([&] { return line_count(res / "metrics.csv") >= 2; });  // step 0 tested: training
+    c.send(SIGINT);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    int status = 0;
-    if (::waitpid(c.pid, &status, WNOHANG) == c.pid) {
+    if (!c.running()) {
         WARN("the step ended within 100 ms: the second SIGINT was not needed");
         return;
     }
     const auto t0 = std::chrono::steady_clock::now();
-    REQUIRE(::kill(c.pid, SIGINT) == 0);
-    status = wait_status(c);
+    c.send(SIGINT);
+    const cli_result r = c.wait();
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    INFO("stderr:\n" << read_text(c.err_file));
-    CHECK(WIFSIGNALED(status));
-    CHECK(WTERMSIG(status) == SIGINT);
+    INFO("stderr:\n" << r.err);
+    CHECK(r.signal == SIGINT);
     CHECK(waited < 0.5);
 }
 
-TEST_CASE("SIGKILL mid-run: finished runs stay byte for byte, the rerun completes the killed run", "[faults]") {
-    temp_dir tmp;
-    const fs::path spec = tmp / "faults.yaml";
-    write_text(spec, two_seeds);
-    const fs::path out = tmp / "out", res = out / "faults";
+TEST_CASE_METHOD(two_seeds_dir, "SIGKILL mid-run: finished runs stay byte for byte, the rerun completes the killed run",
+                 "[faults]") {
     const fs::path done_run = res / "runs" / "seed=0", killed_run = res / "runs" / "seed=1";
     std::vector<std::string> cmd = {"run", spec.string(), "--out", out.string(), "--threads", "1"};
     bool periodic = false;
@@ -333,13 +190,12 @@ TEST_CASE("SIGKILL mid-run: finished runs stay byte for byte, the rerun complete
     }
     INFO("periodic saves: " << periodic);
 
-    const child c = spawn(cmd, tmp.path());
-    wait_until(c, [&] {
+    child_process c(cmd, tmp.path());
+    c.wait_until([&] {
         return line_count(killed_run / "metrics.csv") >= 10 && (!periodic || present(killed_run / "resume.state"));
     });
-    REQUIRE(::kill(c.pid, SIGKILL) == 0);
-    const int status = wait_status(c);
-    REQUIRE(WIFSIGNALED(status));
+    c.send(SIGKILL);
+    REQUIRE(c.wait().signal == SIGKILL);
     REQUIRE(present(done_run / "result.yaml"));
     REQUIRE_FALSE(present(killed_run / "result.yaml"));
     const auto done_files = snapshot(done_run);
@@ -357,15 +213,14 @@ TEST_CASE("SIGKILL mid-run: finished runs stay byte for byte, the rerun complete
     CHECK(lines_of(summary).size() == 2);  // the summary of the killed process: header + seed=0
     const fs::path ref = reference(tmp, spec);
     check_equals_reference(res, ref, "seed=1");
-    CHECK(summary_without_timings(read_text(res / "summary.csv")) ==
-          summary_without_timings(read_text(ref / "summary.csv")));
+    check_same_summary(res, ref);
     CHECK(temporaries(res).empty());
 }
 
 TEST_CASE("an output folder that cannot be created is an error naming it; finished runs are kept", "[faults]") {
     temp_dir tmp;
     const fs::path spec = tmp / "faults.yaml";
-    write_text(spec, edit_steps(two_seeds));
+    write_text(spec, short_runs());
 
     SECTION("--out below a regular file") {
         write_text(tmp / "a_file", "not a directory\n");
@@ -378,7 +233,7 @@ TEST_CASE("an output folder that cannot be created is an error naming it; finish
     }
     SECTION("a run's directory taken by a file: the sweep stops, the finished run and the summary stay") {
         const fs::path out = tmp / "out", res = out / "faults";
-        write_text(tmp / "one.yaml", edit_steps(two_seeds, "seeds: [0]\n"));
+        write_text(tmp / "one.yaml", short_runs("seeds: [0]\n"));
         REQUIRE(run_cli({"run", (tmp / "one.yaml").string(), "--out", out.string(), "--threads", "1"}).code == 0);
         const auto before = snapshot(res / "runs" / "seed=0");
         const std::string summary = read_text(res / "summary.csv");
@@ -411,8 +266,8 @@ TEST_CASE("a full disk (RLIMIT_FSIZE) ends the run with an error naming the file
     temp_dir tmp;
     const fs::path one = tmp / "one.yaml", spec = tmp / "faults.yaml";
     // 400 steps: config.yaml is 503 bytes, metrics.csv grows to 743, model.safetensors is 16600.
-    write_text(one, edit_steps(two_seeds, "seeds: [0]\n"));
-    write_text(spec, edit_steps(two_seeds, "seeds: [0, 1, 2]\n"));
+    write_text(one, short_runs("seeds: [0]\n"));
+    write_text(spec, short_runs("seeds: [0, 1, 2]\n"));
     const fs::path out = tmp / "out", res = out / "faults";
     REQUIRE(run_cli({"run", one.string(), "--out", out.string(), "--threads", "1"}).code == 0);
     const auto finished = snapshot(res / "runs" / "seed=0");
@@ -420,10 +275,12 @@ TEST_CASE("a full disk (RLIMIT_FSIZE) ends the run with an error naming the file
 
     // Each limit stops the sweep at another file: metrics.csv (a row cut short),
     // model.safetensors (an atomic write whose temporary file is removed).
-    const std::vector<std::pair<rlim_t, std::string>> limits = {{600, "metrics.csv"}, {8000, "model.safetensors"}};
+    const std::vector<std::pair<std::uint64_t, std::string>> limits = {{600, "metrics.csv"},
+                                                                       {8000, "model.safetensors"}};
     for (const auto& [limit, file] : limits) {
         INFO("RLIMIT_FSIZE " << limit);
-        const cli_result r = run_with_file_limit(cmd, limit, tmp.path());
+        // stdout and stderr go through pipes, where the limit does not apply.
+        const cli_result r = run_cli(cmd, launch_options().in(tmp.path()).with_file_size_limit(limit));
         INFO("stderr:\n" << r.err);
         CHECK(r.code == 1);
         CHECK_THAT(r.err, Contains("attnlab: error: cannot write " + (res / "runs" / "seed=1" / file).string()));
@@ -453,13 +310,9 @@ TEST_CASE("a full disk (RLIMIT_FSIZE) ends the run with an error naming the file
     CHECK(temporaries(res).empty());
 }
 
-TEST_CASE("a sweep that cannot fit in --max-memory is refused before anything runs", "[faults]") {
-    temp_dir tmp;
-    const fs::path spec = tmp / "faults.yaml";
-    write_text(spec, two_seeds);
+TEST_CASE_METHOD(two_seeds_dir, "a sweep that cannot fit in --max-memory is refused before anything runs", "[faults]") {
     const experiment_spec parsed = parse_spec(two_seeds, spec.string());
     const std::size_t one_run = estimate_training_memory(parsed.runs[0].config, 1).total();
-    const fs::path out = tmp / "out";
 
     SECTION("one run larger than the limit: exit code 2, the estimate and the limit named, nothing written") {
         const auto r =

@@ -1,18 +1,15 @@
-// estimate_training_memory (model/memory_estimate.hpp): the parameter count
+// estimate_training_memory (train/memory_estimate.hpp): the parameter count
 // equals the model's for every variant and model shape, each term equals a
 // hand count for a small config, and the total is checked against the peak
 // memory of the real binary training a model whose buffers dominate it.
 #include <catch2/catch.hpp>
 
-#include <sys/resource.h>
-#include <sys/wait.h>
-
 #include <string>
 
-#include "attnlab/model/memory_estimate.hpp"
-#include "attnlab/model/transformer.hpp"
+#include "attnlab/model/make_model.hpp"
 #include "attnlab/run/resources.hpp"
 #include "attnlab/spec/spec.hpp"
+#include "attnlab/train/memory_estimate.hpp"
 #include "attnlab/util/error.hpp"
 #include "support/process_support.hpp"
 #include "support/variant_cases.hpp"
@@ -39,10 +36,7 @@ run_config small_config() {
     return c;
 }
 
-std::size_t model_params(const run_config& c) {
-    const transformer<float> m(c.model, c.attention, model_vocab_size(c.task), max_seq_len(c.task));
-    return m.params.size();
-}
+std::size_t model_params(const run_config& c) { return make_model<float>(c).params.size(); }
 
 }  // namespace
 
@@ -54,7 +48,7 @@ TEST_CASE("memory estimate: the parameter count is the model's, for every varian
             c.attention = attention_config{};
             c.attention.numerator = num;
             c.attention.denominator = den;
-            if (num == numerator_kind::taylor) c.attention.order = 2;
+            if (takes_order(num)) c.attention.order = 2;
             for (const bool in_gate : {false, true}) {
                 c.attention.in_gate = in_gate;
                 INFO(describe(c.attention));
@@ -122,6 +116,29 @@ TEST_CASE("memory estimate: every term equals a hand count for a small config", 
     CHECK(e16.per_thread == (3 * 64 * 16 + 5 * 16 * 8 + 16 + 8) * 4);
 }
 
+TEST_CASE("buffer plan: make_model's model is reserved for the plan the estimate sums", "[memory_estimate]") {
+    run_config c = small_config();
+    c.task.kind = task_kind::copy;  // test inputs longer than training ones: the model holds the longer
+    c.task.max_len = c.task.min_len = 6;
+    c.task.test_max_len = c.task.test_min_len = 10;
+    for (const auto num : all_numerators) {
+        c.attention = attention_config{};
+        c.attention.numerator = num;
+        if (num == numerator_kind::taylor) c.attention.order = 2;
+        c.attention.in_gate = true;
+        INFO(describe(c.attention));
+        const transformer<float> model = make_model<float>(c);
+        const buffer_plan plan = run_buffer_plan(c, 1);
+        CHECK(model.params.size() == plan.param_count);
+        for (std::size_t i = 0; i < plan.entries.size(); ++i) {
+            INFO("buffer " << i);
+            CHECK(model.buffers().entries[i].elements == plan.entries[i].elements);
+            CHECK(model.buffers().entries[i].copies == plan.entries[i].copies);
+        }
+        CHECK(plan.elements(model_buffer::q) == 4 * 20 * 16);  // batch 4 x copy test input 2 * 10, d_model 16
+    }
+}
+
 TEST_CASE("sizes: --max-memory values and their display", "[memory_estimate]") {
     CHECK(parse_size("4G") == 4ull << 30);
     CHECK(parse_size("512M") == 512ull << 20);
@@ -156,14 +173,11 @@ TEST_CASE("memory estimate against the peak memory of the binary training one st
     auto peak_kib = [&](const std::string& name, const std::string& text, int threads) {
         const fs::path spec = tmp / (name + ".yaml");
         write_text(spec, text);
-        const child c = spawn(
+        const cli_result r = run_cli(
             {"run", spec.string(), "--out", (tmp / name).string(), "--threads", std::to_string(threads)}, tmp.path());
-        int status = 0;
-        struct rusage ru {};
-        REQUIRE(::wait4(c.pid, &status, 0, &ru) == c.pid);
-        INFO(read_text(c.err_file));
-        REQUIRE(exit_code_of(status) == 0);
-        return static_cast<double>(ru.ru_maxrss);  // KiB
+        INFO(r.err);
+        REQUIRE(r.code == 0);
+        return static_cast<double>(r.max_rss_kib);
     };
     const std::string tiny_task = "{kind: lookup, vocab: 16, seq_len: 8, pairs: 2, test_examples: 16}";
     const std::string tiny_model = "{layers: 1, d_model: 16, heads: 2}";

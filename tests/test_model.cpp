@@ -16,25 +16,13 @@ using namespace attnlab::test;
 TEST_CASE("whole micro model: analytic gradient = central differences", "[model][grad]") {
     const auto mlp = GENERATE(mlp_kind::swiglu, mlp_kind::gelu, mlp_kind::none);
     const auto pos = GENERATE(position_kind::rope, position_kind::learned, position_kind::none);
-    model_config m;
-    m.layers = 2;
-    m.d_model = 8;
-    m.heads = 2;
-    m.mlp = mlp;
-    m.position = pos;
     attention_config a;  // exp / softmax
     INFO("mlp " << to_string(mlp) << ", position " << to_string(pos));
-    CHECK(whole_model_gradient_error(m, a) <= gradcheck_bound);
+    CHECK(whole_model_gradient_error(micro_model(mlp, pos), a) <= gradcheck_bound);
 }
 
 TEST_CASE("parameter layout follows SPEC §3 names and shapes", "[model]") {
-    model_config m;
-    m.layers = 2;
-    m.d_model = 16;
-    m.heads = 2;
-    m.mlp = mlp_kind::swiglu;
-    m.position = position_kind::learned;
-    transformer<float> model(m, attention_config{}, 11, 9);
+    transformer<float> model(small_model(2, 16, mlp_kind::swiglu, position_kind::learned), attention_config{}, 11, 9);
     const auto& L = model.layout();
     CHECK(L.find("embed.weight").shape == std::vector<int>{11, 16});
     CHECK(L.find("pos.weight").shape == std::vector<int>{9, 16});
@@ -48,13 +36,7 @@ TEST_CASE("parameter layout follows SPEC §3 names and shapes", "[model]") {
 }
 
 TEST_CASE("initialisation: std 0.02, residual projections scaled, gains 1", "[model]") {
-    model_config m;
-    m.layers = 4;
-    m.d_model = 64;
-    m.heads = 2;
-    m.mlp = mlp_kind::gelu;
-    m.position = position_kind::none;
-    transformer<double> model(m, attention_config{}, 64, 16);
+    transformer<double> model(small_model(4, 64, mlp_kind::gelu, position_kind::none), attention_config{}, 64, 16);
     model.init_params(3);
     auto stddev = [&](const std::string& name) {
         const auto& t = model.layout().find(name);
@@ -70,11 +52,7 @@ TEST_CASE("initialisation: std 0.02, residual projections scaled, gains 1", "[mo
 }
 
 TEST_CASE("the model is causal: later tokens do not change earlier predictions", "[model]") {
-    model_config m;
-    m.layers = 2;
-    m.d_model = 8;
-    m.heads = 2;
-    transformer<double> model(m, attention_config{}, 7, 5);
+    transformer<double> model(micro_model(), attention_config{}, 7, 5);
     model.init_params(1);
     for (auto& w : model.params) w *= 20;  // make outputs depend strongly on inputs
     std::vector<std::int32_t> tok = {1, 2, 3, 4, 5}, tgt = {0, 0, 0, 0, 0};

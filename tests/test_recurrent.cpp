@@ -1,6 +1,6 @@
-// Recurrent form = parallel form (SPEC §2 "Recurrent form", STYLE "Tests" 4):
-// the Taylor feature expansions in both layouts, their sizes and a
-// hand-computed case, then every variant with a finite state (and exp and
+// Recurrent form = parallel form (recurrent.hpp): the Taylor feature
+// expansions in both layouts, their sizes and a hand-computed case, then
+// every variant of the table with a finite state (and those without one and
 // clamped kernels through the key/value cache) against attention_layer.
 #include <catch2/catch.hpp>
 
@@ -92,7 +92,7 @@ void check_all_denominators(attention_config a) {
         for (auto d : all_denominators)
             for (bool in_gate : {false, true})
                 for (bool out_gate : {false, true}) {
-                    if (out_gate && d == denominator_kind::gate) continue;  // has one already
+                    if (out_gate && traits_of(d).has_output_gate) continue;  // has one already
                     a.denominator = d;
                     a.in_gate = in_gate;
                     a.out_gate = out_gate;
@@ -227,35 +227,32 @@ TEST_CASE("recurrent features: phi(q).phi(k) is the parallel weight", "[recurren
 
 // ---- recurrent form = parallel form ----
 
-TEST_CASE("recurrent = parallel: Taylor orders 0 to 6, every denominator and gate", "[recurrent]") {
-    for (int order = 0; order <= 6; ++order) check_all_denominators(numerator(numerator_kind::taylor, order));
-}
-
-TEST_CASE("recurrent = parallel: linear and feature kernels, every denominator and gate", "[recurrent]") {
-    for (auto n : {numerator_kind::linear, numerator_kind::elu1, numerator_kind::relu, numerator_kind::cosine})
-        check_all_denominators(numerator(n));
-}
-
-TEST_CASE("key/value cache step form = parallel: exp and clamped kernels", "[recurrent]") {
-    std::vector<attention_config> cases;
-    for (auto d : all_denominators) {
-        cases.push_back(numerator(numerator_kind::exp));
-        cases.back().denominator = d;
-        attention_config a = numerator(numerator_kind::exp);
-        a.denominator = d;
-        a.clamp = 0.1;  // with q, k scaled by 0.5 some scores lie above, some below
-        a.in_gate = true;
-        cases.push_back(a);
-        a = numerator(numerator_kind::taylor, 2);
-        a.denominator = d;
-        a.clamp = 0.1;
-        a.out_gate = d != denominator_kind::gate;
-        cases.push_back(a);
-        a = numerator(numerator_kind::linear);
-        a.denominator = d;
-        a.clamp = 0.1;
-        cases.push_back(a);
+TEST_CASE("recurrent = parallel: every numerator with a finite state (orders 1 to 6), every denominator and gate",
+          "[recurrent]") {
+    for (auto n : all_numerators) {
+        if (!traits_of(n).finite_state) continue;
+        for (int order : orders_of(n, 1, 6)) check_all_denominators(numerator(n, order));
     }
+}
+
+TEST_CASE("recurrent = parallel: Taylor order 0 (the constant term alone), every denominator and gate", "[recurrent]") {
+    check_all_denominators(numerator(numerator_kind::taylor, 0));
+}
+
+TEST_CASE("key/value cache step form = parallel: numerators without a finite state, and clamped kernels",
+          "[recurrent]") {
+    std::vector<attention_config> cases;
+    for (auto d : all_denominators)
+        for (auto n : all_numerators) {
+            attention_config a = numerator(n, takes_order(n) ? 2 : 0);
+            a.denominator = d;
+            if (!traits_of(n).finite_state) cases.push_back(a);
+            if (!is_score_kernel(n)) continue;  // a clamp applies to score kernels only
+            a.clamp = 0.1;                      // with q, k scaled by 0.5 some scores lie above, some below
+            a.in_gate = cases.size() % 2 == 0;  // gates on some cases
+            a.out_gate = cases.size() % 3 == 0 && !traits_of(d).has_output_gate;
+            cases.push_back(a);
+        }
     for (const auto& a : cases)
         for (int HS : {4, 8}) {
             INFO(describe(a, HS));
@@ -298,6 +295,18 @@ TEST_CASE("state sizes: finite state F HS + F, key/value cache 2 T HS", "[recurr
     // linear and feature kernels: F = HS
     for (auto n : {numerator_kind::linear, numerator_kind::elu1, numerator_kind::relu, numerator_kind::cosine})
         CHECK(state_floats(numerator(n), HS, state_layout::full, 10) == HS * HS + HS);
+    // every row with a finite state: F = HS for a feature map, the sizes of its Taylor terms for a score kernel
+    for (auto n : all_numerators) {
+        if (!traits_of(n).finite_state) continue;
+        const attention_config a = numerator(n, takes_order(n) ? 3 : 0);
+        INFO(describe(a, HS));
+        const taylor_terms terms = traits_of(n).terms(a.order);
+        for (auto layout : {state_layout::full, state_layout::symmetric}) {
+            std::size_t F = 0;
+            for (int m = terms.first; m <= terms.last; ++m) F += taylor_term_size(HS, m, layout);
+            CHECK(feature_size(a, HS, layout) == (is_score_kernel(n) ? F : std::size_t(HS)));
+        }
+    }
     // exp and clamped kernels keep k and g_in v of every position
     attention_config clamped = t2;
     clamped.clamp = 5.0;

@@ -1,33 +1,34 @@
-// The whole model evaluated with recurrent attention (SPEC §2 "Recurrent
-// form"): same losses as the parallel form in double, and a trained model
-// makes the same prediction at every answer position of its test set.
+// The whole model evaluated with recurrent attention (recurrent.hpp): same
+// losses as the parallel form in double for every numerator and denominator
+// of the variant table, and a trained model makes the same prediction at
+// every answer position of its test set.
 #include <catch2/catch.hpp>
 
 #include "attnlab/model/generator.hpp"
-#include "attnlab/model/transformer.hpp"
+#include "attnlab/model/make_model.hpp"
 #include "attnlab/tasks/task.hpp"
 #include "attnlab/train/trainer.hpp"
 #include "support/model_check.hpp"
+#include "support/variant_cases.hpp"
 
 using namespace attnlab;
 using namespace attnlab::test;
 
+namespace {
+// Every numerator and every denominator of the table (see
+// each_numerator_with_a_denominator), gates on some of them.
+std::vector<attention_config> model_cases(int order) {
+    std::vector<attention_config> cases = each_numerator_with_a_denominator(order);
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+        cases[i].in_gate = i % 2 == 0;
+        cases[i].out_gate = i % 3 == 0 && !traits_of(cases[i].denominator).has_output_gate;
+    }
+    return cases;
+}
+}  // namespace
+
 TEST_CASE("model forward: recurrent form = parallel form in double", "[recurrent][model]") {
-    std::vector<attention_config> cases(5);
-    cases[0].numerator = numerator_kind::taylor;
-    cases[0].order = 3;
-    cases[0].denominator = denominator_kind::norm;
-    cases[0].in_gate = true;
-    cases[0].out_gate = true;
-    cases[1].numerator = numerator_kind::elu1;
-    cases[1].denominator = denominator_kind::softmax;
-    cases[2].numerator = numerator_kind::exp;
-    cases[2].denominator = denominator_kind::softmax;  // KV cache
-    cases[3].numerator = numerator_kind::linear;
-    cases[3].denominator = denominator_kind::layernorm;
-    cases[4].numerator = numerator_kind::taylor;
-    cases[4].order = 2;
-    cases[4].denominator = denominator_kind::gate;
+    const std::vector<attention_config> cases = model_cases(3);
     task_config t;
     t.kind = task_kind::lookup;
     t.vocab = 16;
@@ -38,7 +39,7 @@ TEST_CASE("model forward: recurrent form = parallel form in double", "[recurrent
     const batch& test = data->test_set();
     for (const auto& a : cases) {
         for (auto layout : {state_layout::symmetric, state_layout::full}) {
-            INFO(to_string(a.numerator) << " / " << to_string(a.denominator));
+            INFO(describe(a));
             transformer<double> model(micro_model(), a, data->vocab_size(), test.T);
             model.init_params(7);
             rng r(8);
@@ -81,7 +82,7 @@ TEST_CASE("a trained lookup model predicts the same in recurrent and parallel fo
 
     auto data = make_task(c.task, static_cast<std::uint64_t>(c.seed));
     const batch& test = data->test_set();
-    transformer<float> model(c.model, c.attention, data->vocab_size(), test.T);
+    transformer<float> model = make_model<float>(c);
     model.params = trained;
     model.forward(test.tokens.data(), test.targets.data(), test.B, test.T);
     const std::vector<std::int32_t> parallel = model.predictions();
@@ -96,22 +97,13 @@ TEST_CASE("a trained lookup model predicts the same in recurrent and parallel fo
 TEST_CASE("generation step by step gives the parallel model's next-token losses", "[recurrent][model]") {
     // Targets = next tokens at every position: the parallel forward's losses
     // must equal -log softmax(step logits)[next token] of the generator.
-    std::vector<attention_config> cases(3);
-    cases[0].numerator = numerator_kind::taylor;
-    cases[0].order = 2;
-    cases[0].denominator = denominator_kind::softmax;
-    cases[0].in_gate = true;
-    cases[1].numerator = numerator_kind::exp;
-    cases[1].denominator = denominator_kind::softmax;
-    cases[2].numerator = numerator_kind::cosine;
-    cases[2].denominator = denominator_kind::rmsnorm;
-    cases[2].out_gate = true;
+    const std::vector<attention_config> cases = model_cases(2);
     const std::vector<std::int32_t> seq = {3, 1, 4, 1, 5, 6, 2, 6, 5};  // 8 inputs, 8 next tokens
     const int T = 8, V = 7;
     std::vector<std::int32_t> tokens(seq.begin(), seq.end() - 1), targets(seq.begin() + 1, seq.end());
     for (auto pos : {position_kind::rope, position_kind::learned}) {
         for (const auto& a : cases) {
-            INFO(to_string(a.numerator) << " / " << to_string(a.denominator) << ", " << to_string(pos));
+            INFO(describe(a) << ", " << to_string(pos));
             transformer<double> model(micro_model(mlp_kind::gelu, pos), a, V, T);
             model.init_params(11);
             rng r(12);

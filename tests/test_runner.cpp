@@ -8,6 +8,7 @@
 
 #include "attnlab/io/files.hpp"
 #include "attnlab/run/runner.hpp"
+#include "attnlab/run/run_dir.hpp"
 #include "attnlab/run/summary.hpp"
 #include "support/process_support.hpp"
 

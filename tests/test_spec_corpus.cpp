@@ -176,19 +176,13 @@ bool child_as_nobody_cannot_open(const fs::path& p) {
     return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-// Runs attnlab with `args` in `cwd`, like run_cli, optionally as nobody.
+// Runs attnlab with `args` in `cwd`, optionally as nobody (the launch fails
+// the test if the kernel refuses to drop root).
 cli_result run_attnlab(const std::vector<std::string>& args, const fs::path& cwd, bool as_nobody) {
-    temp_dir io;
-    const child c = spawn(args, io.path(), cwd, as_nobody ? become_nobody : nullptr);
-    cli_result r;
-    r.code = wait_for(c, std::chrono::seconds(60));
-    r.out = read_text(c.out_file);
-    r.err = read_text(c.err_file);
-    INFO("attnlab stderr:\n" << r.err);
-    REQUIRE(r.code != 127);  // exec failed
-    REQUIRE(r.code != 125);  // still root
-    REQUIRE(r.code != -1);   // timed out
-    return r;
+    return run_cli(args, launch_options()
+                             .in(cwd)
+                             .with_in_child(as_nobody ? become_nobody : nullptr)
+                             .with_timeout(std::chrono::seconds(60)));
 }
 
 std::string loader_error(const fs::path& path) {

@@ -8,17 +8,10 @@
 // spread over workers, processes or restarts.
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <random>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,10 +20,13 @@
 
 #include "attnlab/io/files.hpp"
 #include "attnlab/run/runner.hpp"
+#include "attnlab/run/run_dir.hpp"
 #include "attnlab/run/sweep_dir.hpp"
 #include "attnlab/util/error.hpp"
 
 #include "support/process_support.hpp"
+#include "support/run_results.hpp"
+#include "support/tiny_spec.hpp"
 
 namespace fs = std::filesystem;
 using namespace attnlab;
@@ -39,49 +35,23 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-// Files whose name holds ".tmp" (a temporary file left behind) under `dir`.
-std::vector<std::string> temporaries(const fs::path& dir) {
-    std::vector<std::string> out;
-    for (const auto& e : fs::recursive_directory_iterator(dir))
-        if (e.path().filename().string().find(".tmp") != std::string::npos) out.push_back(e.path().string());
-    return out;
-}
-
-// Waits for a started attnlab (at most 120 s) and returns its exit code.
-int wait_ok(const child& c) {
-    const int code = wait_for(c, std::chrono::seconds(120));
-    if (code == -1) FAIL("attnlab did not end within 120 s:\n" << read_text(c.err_file));
-    return code;
-}
-
 // ------------------------------------------------------------------ specs
 
 // The spec of the issue: 2 learning rates x 3 seeds of a tiny model, 300 steps.
-const std::string six_runs = R"(# six tiny runs
-name: six
-base:
-  seed: 0
-  task: {kind: lookup, vocab: 16, seq_len: 8, pairs: 2, test_examples: 16}
-  model: {layers: 1, d_model: 16, heads: 2}
-  attention: {numerator: exp, denominator: softmax}
-  train: {steps: 300, batch: 4, lr: 1.0e-3, warmup: 2, eval_every: 50}
-sweep:
-  train.lr: [1.0e-3, 3.0e-3]
-seeds: [0, 1, 2]
-)";
+const std::string six_runs =
+    tiny_lookup_spec("six", 300, 50, "sweep:\n  train.lr: [1.0e-3, 3.0e-3]\nseeds: [0, 1, 2]\n");
 const std::vector<std::string> six_ids = {"train.lr=0.001,seed=0", "train.lr=0.001,seed=1", "train.lr=0.001,seed=2",
                                           "train.lr=0.003,seed=0", "train.lr=0.003,seed=1", "train.lr=0.003,seed=2"};
 // header + step 0 test + (train, test) at 50, 100, ..., 300
 constexpr std::size_t six_metrics_lines = 1 + 1 + 2 * 6;
 
-// Runs the spec in one unsharded process with --jobs 1 into `out`; the reference.
-fs::path reference_run(const temp_dir& dir, const fs::path& spec) {
-    const fs::path out = dir / "reference";
-    const auto r = run_cli({"run", spec.string(), "--out", out.string(), "--threads", "1"}, dir.path());
-    INFO(r.err);
-    REQUIRE(r.code == 0);
-    return out / "six";
-}
+// The folder of a test that runs six_runs (spec, out and res).
+struct six_runs_dir : spec_in_temp_dir {
+    six_runs_dir() : spec_in_temp_dir("six", six_runs) {}
+};
+
+// The spec run in one unsharded process with --jobs 1: the reference.
+fs::path reference_run(const temp_dir& dir, const fs::path& spec) { return reference_results(dir, spec, "six"); }
 
 // In-process runs: quiet, and 20 steps.
 struct quiet_log {
@@ -89,15 +59,18 @@ struct quiet_log {
     quiet_log() { spdlog::set_level(spdlog::level::err); }
     ~quiet_log() { spdlog::set_level(was); }
 };
-const char* two_runs = R"(name: two
-base:
-  seed: 0
-  task: {kind: lookup, vocab: 16, seq_len: 8, pairs: 2, test_examples: 16}
-  model: {layers: 1, d_model: 16, heads: 2}
-  attention: {numerator: exp, denominator: softmax}
-  train: {steps: 20, batch: 4, lr: 1.0e-3, warmup: 2, eval_every: 10}
-seeds: [0, 1]
-)";
+const std::string two_runs = tiny_lookup_spec("two", 20, 10, "seeds: [0, 1]\n");
+
+// In-process sweeps into a temporary directory, quiet, on one thread.
+struct in_process_sweep {
+    temp_dir tmp;
+    quiet_log quiet;
+    runner_options opt;
+    in_process_sweep() {
+        opt.out_root = tmp.path().string();
+        opt.threads = 1;
+    }
+};
 
 }  // namespace
 
@@ -121,13 +94,8 @@ TEST_CASE("--shard I/N: parsing, and the shards partition the runs in spec order
         }
 }
 
-TEST_CASE("a run whose lock another process holds is left to it, and done later", "[sweep]") {
-    temp_dir tmp;
-    quiet_log quiet;
+TEST_CASE_METHOD(in_process_sweep, "a run whose lock another process holds is left to it, and done later", "[sweep]") {
     const experiment_spec spec = parse_spec(two_runs, "two.yaml");
-    runner_options opt;
-    opt.out_root = tmp.path().string();
-    opt.threads = 1;
     const std::string held_dir = (tmp / "two" / "runs" / spec.runs[0].id).string();
     make_dirs(held_dir);
     {
@@ -153,13 +121,10 @@ TEST_CASE("a run whose lock another process holds is left to it, and done later"
     CHECK(lines_of(read_text(tmp / "two" / "summary.csv")).size() == 3);
 }
 
-TEST_CASE("a redone run starts from a clean directory: no stale result, checkpoint or temporary file", "[sweep]") {
-    temp_dir tmp;
-    quiet_log quiet;
+TEST_CASE_METHOD(in_process_sweep,
+                 "a redone run starts from a clean directory: no stale result, checkpoint or temporary file",
+                 "[sweep]") {
     const experiment_spec spec = parse_spec(two_runs, "two.yaml");
-    runner_options opt;
-    opt.out_root = tmp.path().string();
-    opt.threads = 1;
     run_sweep(spec, opt);
     const fs::path run = tmp / "two" / "runs" / spec.runs[1].id;
     const std::string metrics = read_text(run / "metrics.csv");
@@ -179,14 +144,9 @@ TEST_CASE("a redone run starts from a clean directory: no stale result, checkpoi
     CHECK(fs::is_regular_file(run / "model.safetensors"));
 }
 
-TEST_CASE("summarize re-derives the runs from spec.yaml with its --set overrides", "[sweep]") {
-    temp_dir tmp;
-    quiet_log quiet;
+TEST_CASE_METHOD(in_process_sweep, "summarize re-derives the runs from spec.yaml with its --set overrides", "[sweep]") {
     const std::vector<std::string> overrides = {"train.steps=12", "train.eval_every=6"};
     const experiment_spec spec = parse_spec(two_runs, "two.yaml", overrides);
-    runner_options opt;
-    opt.out_root = tmp.path().string();
-    opt.threads = 1;
     const sweep_outcome out = run_sweep(spec, opt);
     REQUIRE(out.ok == 2);
     const std::string summary = read_text(out.summary_path);
@@ -230,42 +190,31 @@ TEST_CASE("summarize re-derives the runs from spec.yaml with its --set overrides
     }
 }
 
-TEST_CASE("a sweep killed with SIGKILL mid-run and run again trains every run exactly once", "[sweep]") {
-    temp_dir tmp;
-    const fs::path spec = tmp / "six.yaml";
-    write_text(spec, six_runs);
-    const fs::path out = tmp / "out";
-    const fs::path res = out / "six";
+TEST_CASE_METHOD(six_runs_dir, "a sweep killed with SIGKILL mid-run and run again trains every run exactly once",
+                 "[sweep]") {
     const std::vector<std::string> cmd = {"run", spec.string(), "--out", out.string(), "--threads", "1"};
     auto run_dir = [&](std::size_t i) { return res / "runs" / six_ids[i]; };
-    auto exists = [](const fs::path& p) {
-        std::error_code ec;
-        return fs::exists(p, ec);
-    };
 
     // Let the sweep run in 1 ms slices, stopped (SIGSTOP) between them, until
     // two runs are done and the third is halfway through its metrics; then
     // SIGKILL it. A run takes tens of milliseconds, so a slice rarely skips
     // it; if this test process was descheduled so long that it did, try again.
     std::size_t third_lines = 0;
-    child c;
+    std::string err1;
     auto kill_during_third_run = [&] {
-        c = spawn(cmd, tmp.path());
+        child_process c(cmd, tmp.path());
         for (;;) {
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
-            REQUIRE(::kill(c.pid, SIGSTOP) == 0);
-            int status = 0;
-            REQUIRE(::waitpid(c.pid, &status, WUNTRACED) == c.pid);
-            if (!WIFSTOPPED(status)) FAIL("attnlab ended before it was killed:\n" << read_text(c.err_file));
-            const bool overshot = exists(run_dir(2) / "result.yaml");
-            if (overshot || (exists(run_dir(1) / "result.yaml") && exists(run_dir(2) / "metrics.csv") &&
-                             (third_lines = lines_of(read_text(run_dir(2) / "metrics.csv")).size()) >= 4)) {
-                REQUIRE(::kill(c.pid, SIGKILL) == 0);
-                REQUIRE(::waitpid(c.pid, &status, 0) == c.pid);
-                REQUIRE(WIFSIGNALED(status));
+            if (!c.pause()) FAIL("attnlab ended before it was killed:\n" << c.err());
+            const bool overshot = present(run_dir(2) / "result.yaml");
+            if (overshot ||
+                (present(run_dir(1) / "result.yaml") && (third_lines = line_count(run_dir(2) / "metrics.csv")) >= 4)) {
+                c.send(SIGKILL);
+                REQUIRE(c.wait().signal == SIGKILL);
+                err1 = c.err();
                 return !overshot;
             }
-            REQUIRE(::kill(c.pid, SIGCONT) == 0);
+            c.resume();
         }
     };
     int attempts = 1;
@@ -274,15 +223,14 @@ TEST_CASE("a sweep killed with SIGKILL mid-run and run again trains every run ex
         fs::remove_all(out);
     }
     INFO("attempts: " << attempts);
-    const std::string err1 = read_text(c.err_file);
     INFO("first stderr:\n" << err1);
     CHECK(third_lines < six_metrics_lines);
     CHECK(count_of(err1, "training 300 steps") == 3);
     CHECK(count_of(err1, "] done in ") == 2);
-    CHECK(exists(run_dir(0) / "result.yaml"));
-    CHECK(exists(run_dir(1) / "result.yaml"));
-    CHECK_FALSE(exists(run_dir(2) / "result.yaml"));
-    CHECK_FALSE(exists(run_dir(3)));
+    CHECK(present(run_dir(0) / "result.yaml"));
+    CHECK(present(run_dir(1) / "result.yaml"));
+    CHECK_FALSE(present(run_dir(2) / "result.yaml"));
+    CHECK_FALSE(present(run_dir(3)));
     REQUIRE(lines_of(read_text(res / "summary.csv")).size() == 3);  // header + the two done runs
 
     // Again, to the end: the two done runs are skipped, the other four trained once.
@@ -304,33 +252,26 @@ TEST_CASE("a sweep killed with SIGKILL mid-run and run again trains every run ex
         const std::string metrics = read_text(run_dir(i) / "metrics.csv");
         CHECK(lines_of(metrics).size() == six_metrics_lines);
         CHECK(count_of(metrics, "\n0,test,") == 1);
-        CHECK(metrics_without_timings(read_text(run_dir(i) / "metrics.csv")) ==
-              metrics_without_timings(read_text(ref / "runs" / six_ids[i] / "metrics.csv")));
+        check_same_metrics(res, ref, six_ids[i]);
         CHECK(read_text(run_dir(i) / "result.yaml").find("status: ok") != std::string::npos);
     }
-    CHECK(summary_without_timings(read_text(res / "summary.csv")) ==
-          summary_without_timings(read_text(ref / "summary.csv")));
-    CHECK(read_text(res / "table.md") == read_text(ref / "table.md"));
+    check_same_summary(res, ref);
     CHECK(lines_of(read_text(res / "summary.csv")).size() == 7);
     CHECK(temporaries(res).empty());
 }
 
-TEST_CASE("a spec run as 3 shards in 3 processes, then summarized, equals one unsharded run", "[sweep]") {
-    temp_dir tmp;
-    const fs::path spec = tmp / "six.yaml";
-    write_text(spec, six_runs);
-    const fs::path out = tmp / "out";
-    const fs::path res = out / "six";
+TEST_CASE_METHOD(six_runs_dir, "a spec run as 3 shards in 3 processes, then summarized, equals one unsharded run",
+                 "[sweep]") {
     auto shard_cmd = [&](int i) {
         return std::vector<std::string>{"run",       spec.string(), "--out",   out.string(),
                                         "--threads", "1",           "--shard", std::to_string(i) + "/3"};
     };
 
     // Shards 0 and 2 at once; summarize then names shard 1's runs as missing.
-    const child s0 = spawn(shard_cmd(0), tmp.path()), s2 = spawn(shard_cmd(2), tmp.path());
-    REQUIRE(wait_ok(s0) == 0);
-    REQUIRE(wait_ok(s2) == 0);
-    const std::string err0 = read_text(s0.err_file);
+    child_process s0(shard_cmd(0), tmp.path()), s2(shard_cmd(2), tmp.path());
+    REQUIRE(s0.wait().code == 0);
+    REQUIRE(s2.wait().code == 0);
+    const std::string err0 = s0.err();
     INFO("shard 0 stderr:\n" << err0);
     CHECK(count_of(err0, "training 300 steps") == 2);
     CHECK_THAT(err0, Contains("[1/6 train.lr=0.001,seed=0] training"));
@@ -347,28 +288,21 @@ TEST_CASE("a spec run as 3 shards in 3 processes, then summarized, equals one un
     CHECK_THAT(partial.err, Contains("missing run train.lr=0.003,seed=1: not started"));
     CHECK_THAT(partial.err, Contains("4/6 runs done, 2 missing"));
 
-    const child s1 = spawn(shard_cmd(1), tmp.path());
-    REQUIRE(wait_ok(s1) == 0);
-    CHECK(count_of(read_text(s1.err_file), "training 300 steps") == 2);
+    const cli_result s1 = run_cli(shard_cmd(1), tmp.path());
+    REQUIRE(s1.code == 0);
+    CHECK(count_of(s1.err, "training 300 steps") == 2);
     const auto merged = run_cli({"summarize", res.string()}, tmp.path());
     INFO("summarize stderr:\n" << merged.err);
     CHECK(merged.code == 0);
     CHECK_THAT(merged.err, Contains("6/6 runs done;"));
 
     const fs::path ref = reference_run(tmp, spec);
-    CHECK(summary_without_timings(read_text(res / "summary.csv")) ==
-          summary_without_timings(read_text(ref / "summary.csv")));
-    CHECK(read_text(res / "table.md") == read_text(ref / "table.md"));
+    check_same_summary(res, ref);
     CHECK(lines_of(read_text(res / "summary.csv")).size() == 7);
     CHECK(temporaries(res).empty());
 }
 
-TEST_CASE("--jobs 2 trains two runs at once and gives the summary of --jobs 1", "[sweep]") {
-    temp_dir tmp;
-    const fs::path spec = tmp / "six.yaml";
-    write_text(spec, six_runs);
-    const fs::path out = tmp / "out";
-    const fs::path res = out / "six";
+TEST_CASE_METHOD(six_runs_dir, "--jobs 2 trains two runs at once and gives the summary of --jobs 1", "[sweep]") {
     const auto r = run_cli({"run", spec.string(), "--out", out.string(), "--threads", "1", "--jobs", "2"}, tmp.path());
     INFO("stderr:\n" << r.err);
     REQUIRE(r.code == 0);
@@ -383,20 +317,12 @@ TEST_CASE("--jobs 2 trains two runs at once and gives the summary of --jobs 1", 
         }
 
     const fs::path ref = reference_run(tmp, spec);
-    CHECK(summary_without_timings(read_text(res / "summary.csv")) ==
-          summary_without_timings(read_text(ref / "summary.csv")));
-    CHECK(read_text(res / "table.md") == read_text(ref / "table.md"));
-    for (const auto& id : six_ids) {
-        INFO(id);
-        CHECK(metrics_without_timings(read_text(res / "runs" / id / "metrics.csv")) ==
-              metrics_without_timings(read_text(ref / "runs" / id / "metrics.csv")));
-    }
+    check_same_summary(res, ref);
+    for (const auto& id : six_ids) check_same_metrics(res, ref, id);
 }
 
-TEST_CASE("attnlab run --shard and --jobs, attnlab summarize: bad input is exit code 2", "[sweep]") {
-    temp_dir tmp;
-    const fs::path spec = tmp / "six.yaml";
-    write_text(spec, six_runs);
+TEST_CASE_METHOD(six_runs_dir, "attnlab run --shard and --jobs, attnlab summarize: bad input is exit code 2",
+                 "[sweep]") {
     for (const char* bad : {"3/3", "1", "x/2"}) {
         const auto r = run_cli({"run", spec.string(), "--out", (tmp / "out").string(), "--shard", bad}, tmp.path());
         INFO(r.err);

@@ -1,14 +1,21 @@
-// Synthetic tasks (SPEC §4): structure of copy, lookup, selective_copy and
-// induction examples, the MQAR query-slot distribution against exact
-// successive-sampling probabilities, the selective-copy positions and the
-// induction trigger position against their uniform laws, every parameter
-// reaching its generator, determinism and the fixed pool.
+// Synthetic tasks (README.md, docs/spec-reference.md "task"). One table,
+// task_table(), has a row per task: its small configuration, each parameter
+// it reads with another value, the configurations it must refuse, its sizes
+// and the check of one example. Over every row: each parameter and the seed
+// reach the generator, examples and sizes follow any changed parameter, bad
+// configurations throw, determinism, disjoint streams and the fixed pool.
+// Then each task's own laws: hand-worked examples, the MQAR query-slot
+// distribution against exact successive-sampling probabilities, the
+// selective-copy positions and the induction trigger position against their
+// uniform laws.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -31,50 +38,43 @@ row targets_of(const batch& b, int i) {
                b.targets.begin() + static_cast<std::ptrdiff_t>(i + 1) * b.T);
 }
 
-task_config copy_config() {
+// The small configurations the tests start from: 64 test examples, fresh
+// training batches (train_examples 0) and the given vocabulary.
+task_config small_task(task_kind kind, int vocab) {
     task_config c;
-    c.kind = task_kind::copy;
-    c.vocab = 8;
-    c.min_len = 2;
-    c.max_len = 6;
-    c.test_min_len = 2;
-    c.test_max_len = 6;
+    c.kind = kind;
+    c.vocab = vocab;
     c.test_examples = 64;
     c.train_examples = 0;
+    return c;
+}
+
+task_config copy_config() {
+    task_config c = small_task(task_kind::copy, 8);
+    c.min_len = c.test_min_len = 2;
+    c.max_len = c.test_max_len = 6;
     return c;
 }
 
 task_config lookup_config() {
-    task_config c;
-    c.kind = task_kind::lookup;
-    c.vocab = 64;
+    task_config c = small_task(task_kind::lookup, 64);
     c.seq_len = 32;
     c.pairs = 4;
     c.power_a = 0.01;
     c.random_filler = false;
-    c.test_examples = 64;
-    c.train_examples = 0;
     return c;
 }
 
 task_config selective_copy_config() {
-    task_config c;
-    c.kind = task_kind::selective_copy;
-    c.vocab = 10;
+    task_config c = small_task(task_kind::selective_copy, 10);
     c.n_tokens = 4;
     c.noise_len = 12;
-    c.test_examples = 64;
-    c.train_examples = 0;
     return c;
 }
 
 task_config induction_config() {
-    task_config c;
-    c.kind = task_kind::induction;
-    c.vocab = 16;
+    task_config c = small_task(task_kind::induction, 16);
     c.seq_len = 20;
-    c.test_examples = 64;
-    c.train_examples = 0;
     return c;
 }
 
@@ -205,7 +205,245 @@ row data_of(const task_config& cfg, std::uint64_t seed) {
     return out;
 }
 
+// ------------------------------------------------------------ the task table
+
+enum class split { train, test };
+
+// One parameter of a task and another valid value of it.
+struct parameter_change {
+    const char* name;
+    std::function<void(task_config&)> apply;
+};
+
+// One row per task: to add a task, add a row (and its own tests of the
+// distributions it draws from below). The generic checks that follow run
+// over every row.
+struct task_case {
+    task_config base;  // small and valid; test_examples 64, train_examples 0
+    // Every task_config field the task reads, each with another valid value
+    // (test_examples and train_examples, which every task reads, are added by
+    // every_parameter()).
+    std::vector<parameter_change> parameters;
+    // Configurations make_task must refuse with logic_error (the spec loader
+    // refuses them first, with a message for the user).
+    std::vector<parameter_change> invalid;
+    std::function<int(const task_config&)> vocab_size;
+    std::function<int(const task_config&, split)> seq_len;  // T of a split
+    // Checks one example of a split against the configuration.
+    std::function<void(const task_config&, split, const row& tokens, const row& targets)> check_example;
+};
+
+const std::vector<task_case>& task_table() {
+    static const std::vector<task_case> table = {
+        {.base = copy_config(),
+         .parameters = {{"vocab", [](task_config& c) { c.vocab = 9; }},
+                        {"min_len", [](task_config& c) { c.min_len = 3; }},
+                        {"max_len", [](task_config& c) { c.max_len = 7; }},
+                        {"test_min_len", [](task_config& c) { c.test_min_len = 3; }},
+                        {"test_max_len", [](task_config& c) { c.test_max_len = 8; }}},
+         .invalid = {{"min_len > max_len", [](task_config& c) { c.min_len = 7; }},
+                     {"test_min_len 0 (unresolved default)", [](task_config& c) { c.test_min_len = 0; }}},
+         .vocab_size = [](const task_config& c) { return c.vocab + 2; },  // pad 0 and SEP
+         .seq_len = [](const task_config& c, split s) { return 2 * (s == split::train ? c.max_len : c.test_max_len); },
+         .check_example =
+             [](const task_config& c, split s, const row& tok, const row& tgt) {
+                 const int n = check_copy_example(tok, tgt, c.vocab, static_cast<int>(tok.size()));
+                 CHECK(n >= (s == split::train ? c.min_len : c.test_min_len));
+                 CHECK(n <= (s == split::train ? c.max_len : c.test_max_len));
+             }},
+        {.base = lookup_config(),
+         .parameters = {{"vocab", [](task_config& c) { c.vocab = 100; }},
+                        {"seq_len", [](task_config& c) { c.seq_len = 40; }},
+                        {"pairs", [](task_config& c) { c.pairs = 6; }},
+                        {"power_a", [](task_config& c) { c.power_a = 1.0; }},
+                        {"random_filler", [](task_config& c) { c.random_filler = true; }}},
+         .invalid = {{"odd seq_len", [](task_config& c) { c.seq_len = 33; }},
+                     {"4 pairs > seq_len", [](task_config& c) { c.pairs = 9; }},
+                     {"vocab <= seq_len", [](task_config& c) { c.vocab = 32; }}},
+         .vocab_size = [](const task_config& c) { return c.vocab; },
+         .seq_len = [](const task_config& c, split) { return c.seq_len; },
+         .check_example =
+             [](const task_config& c, split, const row& tok, const row& tgt) {
+                 check_lookup_example(tok, tgt, c.vocab, c.seq_len, c.pairs, c.random_filler);
+             }},
+        {.base = selective_copy_config(),
+         .parameters = {{"vocab", [](task_config& c) { c.vocab = 11; }},
+                        {"n_tokens", [](task_config& c) { c.n_tokens = 5; }},
+                        {"noise_len", [](task_config& c) { c.noise_len = 13; }}},
+         .invalid = {{"vocab 3: one content token", [](task_config& c) { c.vocab = 3; }},
+                     {"no tokens", [](task_config& c) { c.n_tokens = 0; }},
+                     {"negative noise_len", [](task_config& c) { c.noise_len = -1; }}},
+         .vocab_size = [](const task_config& c) { return c.vocab; },
+         .seq_len = [](const task_config& c, split) { return c.noise_len + 2 * c.n_tokens; },
+         .check_example =
+             [](const task_config& c, split, const row& tok, const row& tgt) {
+                 check_selective_copy_example(tok, tgt, c.vocab, c.n_tokens, c.noise_len);
+             }},
+        {.base = induction_config(),
+         .parameters = {{"vocab", [](task_config& c) { c.vocab = 17; }},
+                        {"seq_len", [](task_config& c) { c.seq_len = 21; }}},
+         .invalid = {{"vocab 3: one content token", [](task_config& c) { c.vocab = 3; }},
+                     // no room for the trigger, its target and one token before the end
+                     {"seq_len 2", [](task_config& c) { c.seq_len = 2; }}},
+         .vocab_size = [](const task_config& c) { return c.vocab; },
+         .seq_len = [](const task_config& c, split) { return c.seq_len + 1; },  // and the final trigger
+         .check_example = [](const task_config& c, split, const row& tok,
+                             const row& tgt) { check_induction_example(tok, tgt, c.vocab, c.seq_len); }},
+    };
+    return table;
+}
+
+// A row's parameters and the two every task reads.
+std::vector<parameter_change> every_parameter(const task_case& t) {
+    std::vector<parameter_change> all = t.parameters;
+    all.push_back({"test_examples", [](task_config& c) { c.test_examples = 65; }});
+    all.push_back({"train_examples", [](task_config& c) { c.train_examples = 50; }});
+    return all;
+}
+
+task_config changed(const task_config& base, const parameter_change& change) {
+    task_config c = base;
+    change.apply(c);
+    return c;
+}
+
 }  // namespace
+
+// ------------------------------------------------- checks of every task
+
+TEST_CASE("tasks: the table has one row per task kind", "[tasks]") {
+    std::set<std::string> kinds;
+    for (const task_case& t : task_table()) kinds.insert(to_string(t.base.kind));
+    CHECK(kinds == std::set<std::string>{"copy", "lookup", "selective_copy", "induction"});
+    CHECK(task_table().size() == kinds.size());
+}
+
+TEST_CASE("tasks: every parameter reaches its generator", "[tasks]") {
+    for (const task_case& t : task_table()) {
+        DYNAMIC_SECTION(to_string(t.base.kind)) {
+            const row ref = data_of(t.base, 1);
+            CHECK(data_of(t.base, 1) == ref);
+            for (const parameter_change& p : every_parameter(t)) {
+                INFO("changed " << p.name);
+                CHECK(data_of(changed(t.base, p), 1) != ref);
+            }
+            CHECK(data_of(t.base, 2) != ref);  // seed
+            // The pool's size, not only whether there is one.
+            task_config pool_50 = t.base, pool_60 = t.base;
+            pool_50.train_examples = 50;
+            pool_60.train_examples = 60;
+            CHECK(data_of(pool_50, 1) != data_of(pool_60, 1));
+        }
+    }
+}
+
+TEST_CASE("tasks: with any parameter changed, the examples and sizes follow the configuration", "[tasks]") {
+    for (const task_case& t : task_table()) {
+        DYNAMIC_SECTION(to_string(t.base.kind)) {
+            std::vector<parameter_change> changes = {{"nothing", [](task_config&) {}}};
+            for (const parameter_change& p : every_parameter(t)) changes.push_back(p);
+            for (const parameter_change& p : changes) {
+                INFO("changed " << p.name);
+                const task_config c = changed(t.base, p);
+                auto tk = make_task(c, 1);
+                CHECK(tk->vocab_size() == t.vocab_size(c));
+                CHECK(tk->train_seq_len() == t.seq_len(c, split::train));
+                CHECK(tk->test_seq_len() == t.seq_len(c, split::test));
+                batch b;
+                tk->next_train_batch(b, 50);
+                REQUIRE(b.B == 50);
+                REQUIRE(b.T == t.seq_len(c, split::train));
+                for (int i = 0; i < b.B; ++i) t.check_example(c, split::train, tokens_of(b, i), targets_of(b, i));
+                const batch& ts = tk->test_set();
+                REQUIRE(ts.B == c.test_examples);
+                REQUIRE(ts.T == t.seq_len(c, split::test));
+                for (int i = 0; i < ts.B; ++i) t.check_example(c, split::test, tokens_of(ts, i), targets_of(ts, i));
+            }
+        }
+    }
+}
+
+TEST_CASE("tasks: violated invariants throw logic_error", "[tasks]") {
+    for (const task_case& t : task_table()) {
+        INFO("task " << to_string(t.base.kind));
+        REQUIRE_FALSE(t.invalid.empty());
+        for (const parameter_change& p : t.invalid) {
+            INFO(p.name);
+            CHECK_THROWS_AS(make_task(changed(t.base, p), 0), std::logic_error);
+        }
+    }
+}
+
+TEST_CASE("tasks: determinism, disjoint streams and the fixed pool", "[tasks]") {
+    for (const task_case& t : task_table()) {
+        const task_config& base = t.base;
+        INFO("task " << to_string(base.kind));
+        SECTION(std::string("same seed, same data: ") + to_string(base.kind)) {
+            auto t1 = make_task(base, 7), t2 = make_task(base, 7);
+            CHECK(t1->test_set().tokens == t2->test_set().tokens);
+            CHECK(t1->test_set().targets == t2->test_set().targets);
+            batch b1, b2;
+            for (int step = 0; step < 5; ++step) {
+                t1->next_train_batch(b1, 16);
+                t2->next_train_batch(b2, 16);
+                CHECK(b1.tokens == b2.tokens);
+                CHECK(b1.targets == b2.targets);
+            }
+            // Successive batches are fresh examples.
+            batch b3;
+            t1->next_train_batch(b3, 16);
+            CHECK(b3.tokens != b1.tokens);
+        }
+        SECTION(std::string("train and test streams differ: ") + to_string(base.kind)) {
+            auto tk = make_task(base, 7);
+            batch b;
+            tk->next_train_batch(b, base.test_examples);
+            REQUIRE(b.T == tk->test_set().T);
+            CHECK(b.tokens != tk->test_set().tokens);
+            std::set<row> test_rows;
+            for (int i = 0; i < tk->test_set().B; ++i) test_rows.insert(tokens_of(tk->test_set(), i));
+            int shared = 0;
+            for (int i = 0; i < b.B; ++i) shared += test_rows.count(tokens_of(b, i)) > 0;
+            CHECK(shared < b.B / 10);
+        }
+        SECTION(std::string("pool: batches only hold pool examples: ") + to_string(base.kind)) {
+            task_config c = base;
+            c.train_examples = 20;
+            // The pool is the first train_examples examples of the training stream.
+            task_config fresh = base;
+            fresh.train_examples = 0;
+            batch pool;
+            make_task(fresh, 7)->next_train_batch(pool, 20);
+            std::set<row> pool_rows;
+            std::map<row, row> pool_targets;
+            for (int i = 0; i < pool.B; ++i) {
+                pool_rows.insert(tokens_of(pool, i));
+                pool_targets[tokens_of(pool, i)] = targets_of(pool, i);
+            }
+            REQUIRE(pool_rows.size() == 20);
+
+            auto tk = make_task(c, 7);
+            std::set<row> seen;
+            batch b, first;
+            tk->next_train_batch(first, 16);
+            for (int step = 0; step < 50; ++step) {
+                tk->next_train_batch(b, 16);
+                for (int i = 0; i < b.B; ++i) {
+                    const row tok = tokens_of(b, i);
+                    REQUIRE(pool_rows.count(tok) == 1);
+                    CHECK(targets_of(b, i) == pool_targets[tok]);
+                    seen.insert(tok);
+                }
+            }
+            CHECK(seen.size() == 20);         // uniform draws reach the whole pool
+            CHECK(b.tokens != first.tokens);  // and batches differ
+            // The test set does not depend on the pool.
+            CHECK(tk->test_set().tokens == make_task(fresh, 7)->test_set().tokens);
+        }
+    }
+}
+
+// ------------------------------------------------- each task's own laws
 
 TEST_CASE("copy: hand-worked example of length 1", "[tasks]") {
     // min_len = max_len = 1: seq x SEP x, inputs [x SEP], targets [-, x].
@@ -399,6 +637,25 @@ TEST_CASE("lookup: query slots follow successive sampling by (g+1)^(a-1)", "[tas
     }
 }
 
+TEST_CASE("lookup: power_a reaches the query slots, not only the random stream", "[tasks]") {
+    // With a = 1 late slots are common, with a = 0.01 they are rare.
+    auto late_share = [](double power_a) {
+        task_config c = lookup_config();
+        c.power_a = power_a;
+        auto tk = make_task(c, 4);
+        batch b;
+        tk->next_train_batch(b, 2000);
+        long late = 0, all = 0;
+        for (int t = 0; t < b.B * b.T; ++t) {
+            if (b.targets[size_t(t)] == no_target) continue;
+            ++all;
+            late += (t % b.T) >= b.T / 2;
+        }
+        return double(late) / all;
+    };
+    CHECK(late_share(1.0) > late_share(0.01) + 0.1);
+}
+
 TEST_CASE("selective_copy: hand-worked examples without noise", "[tasks]") {
     // noise_len 0: the M tokens fill slots 0..M-1, then M markers; marker i
     // answers token i. A = 4: content {1, 2}, marker 3.
@@ -552,242 +809,4 @@ TEST_CASE("induction: structure of many examples and sizes", "[tasks]") {
     const batch& ts = tk->test_set();
     REQUIRE(ts.B == c.test_examples);
     for (int i = 0; i < ts.B; ++i) check_induction_example(tokens_of(ts, i), targets_of(ts, i), c.vocab, c.seq_len);
-}
-
-TEST_CASE("tasks: every parameter reaches its generator", "[tasks]") {
-    SECTION("copy") {
-        const task_config base = copy_config();
-        const row ref = data_of(base, 1);
-        CHECK(data_of(base, 1) == ref);
-        std::vector<std::pair<const char*, task_config>> variants;
-        auto vary = [&](const char* name, auto&& edit) {
-            task_config c = base;
-            edit(c);
-            variants.emplace_back(name, c);
-        };
-        vary("vocab", [](task_config& c) { c.vocab = 9; });
-        vary("min_len", [](task_config& c) { c.min_len = 3; });
-        vary("max_len", [](task_config& c) { c.max_len = 7; });
-        vary("test_min_len", [](task_config& c) { c.test_min_len = 3; });
-        vary("test_max_len", [](task_config& c) { c.test_max_len = 8; });
-        vary("test_examples", [](task_config& c) { c.test_examples = 65; });
-        vary("train_examples", [](task_config& c) { c.train_examples = 50; });
-        for (const auto& [name, c] : variants) {
-            INFO("changed " << name);
-            CHECK(data_of(c, 1) != ref);
-        }
-        CHECK(data_of(base, 2) != ref);  // seed
-    }
-    SECTION("lookup") {
-        const task_config base = lookup_config();
-        const row ref = data_of(base, 1);
-        CHECK(data_of(base, 1) == ref);
-        std::vector<std::pair<const char*, task_config>> variants;
-        auto vary = [&](const char* name, auto&& edit) {
-            task_config c = base;
-            edit(c);
-            variants.emplace_back(name, c);
-        };
-        vary("vocab", [](task_config& c) { c.vocab = 100; });
-        vary("seq_len", [](task_config& c) { c.seq_len = 40; });
-        vary("pairs", [](task_config& c) { c.pairs = 6; });
-        vary("power_a", [](task_config& c) { c.power_a = 1.0; });
-        vary("random_filler", [](task_config& c) { c.random_filler = true; });
-        vary("test_examples", [](task_config& c) { c.test_examples = 65; });
-        vary("train_examples", [](task_config& c) { c.train_examples = 50; });
-        for (const auto& [name, c] : variants) {
-            INFO("changed " << name);
-            CHECK(data_of(c, 1) != ref);
-        }
-        CHECK(data_of(base, 2) != ref);  // seed
-        // power_a reaches the slots themselves, not only the random stream:
-        // with a = 1 late slots are common, with a = 0.01 they are rare.
-        task_config flat = base;
-        flat.power_a = 1.0;
-        auto late_share = [](const task_config& c) {
-            auto tk = make_task(c, 4);
-            batch b;
-            tk->next_train_batch(b, 2000);
-            long late = 0, all = 0;
-            for (int t = 0; t < b.B * b.T; ++t) {
-                if (b.targets[size_t(t)] == no_target) continue;
-                ++all;
-                late += (t % b.T) >= b.T / 2;
-            }
-            return double(late) / all;
-        };
-        CHECK(late_share(flat) > late_share(base) + 0.1);
-    }
-    SECTION("selective_copy") {
-        const task_config base = selective_copy_config();
-        const row ref = data_of(base, 1);
-        CHECK(data_of(base, 1) == ref);
-        std::vector<std::pair<const char*, task_config>> variants;
-        auto vary = [&](const char* name, auto&& edit) {
-            task_config c = base;
-            edit(c);
-            variants.emplace_back(name, c);
-        };
-        vary("vocab", [](task_config& c) { c.vocab = 11; });
-        vary("n_tokens", [](task_config& c) { c.n_tokens = 5; });
-        vary("noise_len", [](task_config& c) { c.noise_len = 13; });
-        vary("test_examples", [](task_config& c) { c.test_examples = 65; });
-        vary("train_examples", [](task_config& c) { c.train_examples = 50; });
-        for (const auto& [name, c] : variants) {
-            INFO("changed " << name);
-            CHECK(data_of(c, 1) != ref);
-        }
-        CHECK(data_of(base, 2) != ref);  // seed
-        // Each one reaches the structure, not only the random stream.
-        for (const auto& [name, c] : variants) {
-            if (std::string(name).find("examples") != std::string::npos) continue;
-            INFO("changed " << name);
-            auto tk = make_task(c, 1);
-            CHECK(tk->train_seq_len() == c.noise_len + 2 * c.n_tokens);
-            CHECK(tk->vocab_size() == c.vocab);
-            batch b;
-            tk->next_train_batch(b, 50);
-            for (int i = 0; i < b.B; ++i)
-                check_selective_copy_example(tokens_of(b, i), targets_of(b, i), c.vocab, c.n_tokens, c.noise_len);
-        }
-    }
-    SECTION("induction") {
-        const task_config base = induction_config();
-        const row ref = data_of(base, 1);
-        CHECK(data_of(base, 1) == ref);
-        std::vector<std::pair<const char*, task_config>> variants;
-        auto vary = [&](const char* name, auto&& edit) {
-            task_config c = base;
-            edit(c);
-            variants.emplace_back(name, c);
-        };
-        vary("vocab", [](task_config& c) { c.vocab = 17; });
-        vary("seq_len", [](task_config& c) { c.seq_len = 21; });
-        vary("test_examples", [](task_config& c) { c.test_examples = 65; });
-        vary("train_examples", [](task_config& c) { c.train_examples = 50; });
-        for (const auto& [name, c] : variants) {
-            INFO("changed " << name);
-            CHECK(data_of(c, 1) != ref);
-        }
-        CHECK(data_of(base, 2) != ref);  // seed
-        for (const auto& [name, c] : variants) {
-            if (std::string(name).find("examples") != std::string::npos) continue;
-            INFO("changed " << name);
-            auto tk = make_task(c, 1);
-            CHECK(tk->train_seq_len() == c.seq_len + 1);
-            CHECK(tk->vocab_size() == c.vocab);
-            batch b;
-            tk->next_train_batch(b, 50);
-            for (int i = 0; i < b.B; ++i)
-                check_induction_example(tokens_of(b, i), targets_of(b, i), c.vocab, c.seq_len);
-        }
-    }
-    SECTION("train_examples pool size") {
-        task_config c = lookup_config();
-        c.train_examples = 50;
-        task_config d = c;
-        d.train_examples = 60;
-        CHECK(data_of(c, 1) != data_of(d, 1));
-    }
-}
-
-TEST_CASE("tasks: determinism, disjoint streams and the fixed pool", "[tasks]") {
-    for (const task_config& base : {copy_config(), lookup_config(), selective_copy_config(), induction_config()}) {
-        INFO("task " << to_string(base.kind));
-        SECTION(std::string("same seed, same data: ") + to_string(base.kind)) {
-            auto t1 = make_task(base, 7), t2 = make_task(base, 7);
-            CHECK(t1->test_set().tokens == t2->test_set().tokens);
-            CHECK(t1->test_set().targets == t2->test_set().targets);
-            batch b1, b2;
-            for (int step = 0; step < 5; ++step) {
-                t1->next_train_batch(b1, 16);
-                t2->next_train_batch(b2, 16);
-                CHECK(b1.tokens == b2.tokens);
-                CHECK(b1.targets == b2.targets);
-            }
-            // Successive batches are fresh examples.
-            batch b3;
-            t1->next_train_batch(b3, 16);
-            CHECK(b3.tokens != b1.tokens);
-        }
-        SECTION(std::string("train and test streams differ: ") + to_string(base.kind)) {
-            auto tk = make_task(base, 7);
-            batch b;
-            tk->next_train_batch(b, base.test_examples);
-            REQUIRE(b.T == tk->test_set().T);
-            CHECK(b.tokens != tk->test_set().tokens);
-            std::set<row> test_rows;
-            for (int i = 0; i < tk->test_set().B; ++i) test_rows.insert(tokens_of(tk->test_set(), i));
-            int shared = 0;
-            for (int i = 0; i < b.B; ++i) shared += test_rows.count(tokens_of(b, i)) > 0;
-            CHECK(shared < b.B / 10);
-        }
-        SECTION(std::string("pool: batches only hold pool examples: ") + to_string(base.kind)) {
-            task_config c = base;
-            c.train_examples = 20;
-            // The pool is the first train_examples examples of the training stream.
-            task_config fresh = base;
-            fresh.train_examples = 0;
-            batch pool;
-            make_task(fresh, 7)->next_train_batch(pool, 20);
-            std::set<row> pool_rows;
-            std::map<row, row> pool_targets;
-            for (int i = 0; i < pool.B; ++i) {
-                pool_rows.insert(tokens_of(pool, i));
-                pool_targets[tokens_of(pool, i)] = targets_of(pool, i);
-            }
-            REQUIRE(pool_rows.size() == 20);
-
-            auto tk = make_task(c, 7);
-            std::set<row> seen;
-            batch b, first;
-            tk->next_train_batch(first, 16);
-            for (int step = 0; step < 50; ++step) {
-                tk->next_train_batch(b, 16);
-                for (int i = 0; i < b.B; ++i) {
-                    const row tok = tokens_of(b, i);
-                    REQUIRE(pool_rows.count(tok) == 1);
-                    CHECK(targets_of(b, i) == pool_targets[tok]);
-                    seen.insert(tok);
-                }
-            }
-            CHECK(seen.size() == 20);         // uniform draws reach the whole pool
-            CHECK(b.tokens != first.tokens);  // and batches differ
-            // The test set does not depend on the pool.
-            CHECK(tk->test_set().tokens == make_task(fresh, 7)->test_set().tokens);
-        }
-    }
-}
-
-TEST_CASE("tasks: violated invariants throw logic_error", "[tasks]") {
-    task_config c = lookup_config();
-    c.seq_len = 33;  // odd
-    CHECK_THROWS_AS(make_task(c, 0), std::logic_error);
-    c = lookup_config();
-    c.pairs = 9;  // 4P > T
-    CHECK_THROWS_AS(make_task(c, 0), std::logic_error);
-    c = lookup_config();
-    c.vocab = 32;  // V must exceed T
-    CHECK_THROWS_AS(make_task(c, 0), std::logic_error);
-    c = copy_config();
-    c.min_len = 7;  // > max_len
-    CHECK_THROWS_AS(make_task(c, 0), std::logic_error);
-    c = copy_config();
-    c.test_min_len = 0;  // unresolved default
-    CHECK_THROWS_AS(make_task(c, 0), std::logic_error);
-    c = selective_copy_config();
-    c.vocab = 3;  // one content token
-    CHECK_THROWS_AS(make_task(c, 0), std::logic_error);
-    c = selective_copy_config();
-    c.n_tokens = 0;
-    CHECK_THROWS_AS(make_task(c, 0), std::logic_error);
-    c = selective_copy_config();
-    c.noise_len = -1;
-    CHECK_THROWS_AS(make_task(c, 0), std::logic_error);
-    c = induction_config();
-    c.vocab = 3;  // one content token
-    CHECK_THROWS_AS(make_task(c, 0), std::logic_error);
-    c = induction_config();
-    c.seq_len = 2;  // no room for trigger, target and one token before the end
-    CHECK_THROWS_AS(make_task(c, 0), std::logic_error);
 }

@@ -5,6 +5,7 @@
 
 #include "attnlab/train/optimizer.hpp"
 #include "attnlab/train/trainer.hpp"
+#include "support/model_check.hpp"
 
 using namespace attnlab;
 
@@ -57,11 +58,7 @@ TEST_CASE("AdamW first step: lr * sign(g), decay only on decayed tensors", "[tra
 TEST_CASE("evaluate: token accuracy per example then averaged, sequence accuracy, loss", "[train]") {
     // With the final norm's gain at 0 every logit is 0: the model predicts
     // token 0 everywhere (first maximum) and every answer costs log V.
-    model_config m;
-    m.layers = 1;
-    m.d_model = 8;
-    m.heads = 2;
-    transformer<float> model(m, attention_config{}, 5, 3);
+    transformer<float> model(test::small_model(1, 8), attention_config{}, 5, 3);
     model.init_params(1);
     const auto& norm = model.layout().find("norm.weight");
     std::fill_n(model.params.begin() + norm.offset, norm.size, 0.0f);

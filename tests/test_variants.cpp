@@ -1,5 +1,6 @@
-// Every numerator x denominator of SPEC §2 with its modifiers: attention-level
-// and whole-micro-model gradient checks in double, the detached softmax
+// Every numerator x denominator of the variant table with its modifiers:
+// attention-level and whole-micro-model gradient checks in double (the lists
+// come from the table: tests/support/variant_cases.hpp), the detached softmax
 // against a reference, and hand-computed 3-token cases.
 #include <catch2/catch.hpp>
 
@@ -14,13 +15,7 @@ using namespace attnlab::test;
 
 namespace {
 
-attention_config variant(numerator_kind n, denominator_kind d, int order = 2) {
-    attention_config a;
-    a.numerator = n;
-    a.denominator = d;
-    if (n == numerator_kind::taylor) a.order = order;
-    return a;
-}
+attention_config variant(numerator_kind n, denominator_kind d, int order = 2) { return variant_config(n, d, order); }
 
 // Gradient check of the attention layer alone for one variant: q, k, v, the
 // gates it uses and its denominator parameters are all checked.
@@ -72,27 +67,20 @@ void check_attention_layer(const attention_config& cfg, layer_dims dims = {}) {
 
 }  // namespace
 
-TEST_CASE("attention layer gradients: every numerator x denominator", "[attention][grad]") {
-    for (auto n : all_numerators)
-        for (auto d : all_denominators) {
-            const attention_config a = variant(n, d);
-            INFO(describe(a));
-            check_attention_layer(a);
-        }
+TEST_CASE("attention layer gradients: every numerator (orders 1 to 4) x denominator", "[attention][grad]") {
+    for (const auto& a : every_variant(1, 4)) {
+        INFO(describe(a));
+        check_attention_layer(a);
+    }
 }
 
 TEST_CASE("attention layer gradients across several row blocks", "[attention][grad]") {
     // The fused kernel works in blocks of block_rows query rows and recomputes
     // them in the backward: sequences of 2 blocks + 5 rows exercise the block
     // edges, the partial last block and keys shared by several blocks. (No
-    // relu or clamp here: among ~9k scores some sit within h of their kink.)
+    // clamp here: among ~9k scores some sit within h of its kink.)
     const int T = 2 * attention_scratch<double>::block_rows + 5;
-    std::vector<attention_config> cases = {variant(numerator_kind::exp, denominator_kind::softmax),
-                                           variant(numerator_kind::taylor, denominator_kind::norm, 4),
-                                           variant(numerator_kind::taylor, denominator_kind::rmsnorm, 2),
-                                           variant(numerator_kind::elu1, denominator_kind::layernorm),
-                                           variant(numerator_kind::linear, denominator_kind::length),
-                                           variant(numerator_kind::exp, denominator_kind::gate)};
+    std::vector<attention_config> cases = each_numerator_with_a_denominator(4);
     attention_config gated = variant(numerator_kind::elu1, denominator_kind::softmax);
     gated.in_gate = gated.out_gate = true;
     cases.push_back(gated);
@@ -102,25 +90,32 @@ TEST_CASE("attention layer gradients across several row blocks", "[attention][gr
     }
 }
 
-TEST_CASE("attention layer gradients: modifiers and Taylor orders", "[attention][grad]") {
+TEST_CASE("attention layer gradients: modifiers and orders 1 to 12", "[attention][grad]") {
     std::vector<attention_config> cases;
-    for (auto n : {numerator_kind::exp, numerator_kind::linear, numerator_kind::elu1, numerator_kind::cosine})
-        for (auto d : {denominator_kind::softmax, denominator_kind::norm, denominator_kind::none}) {
+    for (auto n : all_numerators)
+        for (auto d : all_denominators) {
             attention_config a = variant(n, d);
             a.in_gate = true;
             cases.push_back(a);
+            if (traits_of(d).has_output_gate) continue;  // has one already
             a.in_gate = false;
             a.out_gate = true;
             cases.push_back(a);
         }
-    for (auto n : {numerator_kind::exp, numerator_kind::taylor, numerator_kind::linear})
-        for (auto d : {denominator_kind::softmax, denominator_kind::gate, denominator_kind::none}) {
-            attention_config a = variant(n, d);
-            a.clamp = 0.2;  // some scores above, some below
-            cases.push_back(a);
-        }
-    for (int order = 1; order <= 12; ++order)
-        cases.push_back(variant(numerator_kind::taylor, denominator_kind::softmax, order));
+    for (auto n : all_numerators)
+        if (is_score_kernel(n))
+            for (auto d : all_denominators) {
+                attention_config a = variant(n, d);
+                a.clamp = 0.2;  // some scores above, some below
+                cases.push_back(a);
+            }
+    for (auto n : all_numerators)
+        if (takes_order(n))
+            for (int order = 1; order <= 12; ++order) {
+                attention_config a = variant(n, denominator_kind::softmax, order);
+                if (!weights_of_order_one(a)) a.denominator = denominator_kind::length;
+                cases.push_back(a);
+            }
     for (const auto& a : cases) {
         INFO(describe(a));
         check_attention_layer(a);
@@ -172,12 +167,10 @@ TEST_CASE("detach_denominator: gradient of u / z with z held constant", "[attent
 }
 
 TEST_CASE("whole micro model gradients: every numerator x denominator", "[model][grad]") {
-    for (auto n : all_numerators)
-        for (auto d : all_denominators) {
-            const attention_config a = variant(n, d);
-            INFO(describe(a));
-            CHECK(whole_model_gradient_error(micro_model(), a) <= gradcheck_bound);
-        }
+    for (const auto& a : every_variant(2, 2)) {
+        INFO(describe(a));
+        CHECK(whole_model_gradient_error(micro_model(), a) <= gradcheck_bound);
+    }
 }
 
 TEST_CASE("whole micro model gradients: modifiers", "[model][grad]") {
@@ -205,13 +198,17 @@ TEST_CASE("whole micro model gradients: modifiers", "[model][grad]") {
     }
 }
 
-TEST_CASE("whole micro model gradients: Taylor orders 1 to 12", "[model][grad]") {
-    for (int order = 1; order <= 12; ++order)
-        for (auto d : {denominator_kind::softmax, denominator_kind::norm}) {
-            const attention_config a = variant(numerator_kind::taylor, d, order);
-            INFO(describe(a));
-            CHECK(whole_model_gradient_error(micro_model(), a) <= gradcheck_bound);
-        }
+TEST_CASE("whole micro model gradients: orders 1 to 12 of every order-taking numerator", "[model][grad]") {
+    for (auto n : all_numerators)
+        if (takes_order(n))
+            for (int order = 1; order <= 12; ++order)
+                for (int i = 0; i < 2; ++i) {
+                    attention_config a = variant(n, i == 0 ? denominator_kind::softmax : denominator_kind::norm, order);
+                    if (!weights_of_order_one(a))
+                        a.denominator = i == 0 ? denominator_kind::length : denominator_kind::none;
+                    INFO(describe(a));
+                    CHECK(whole_model_gradient_error(micro_model(), a) <= gradcheck_bound);
+                }
 }
 
 // ---- hand-computed cases ----
@@ -310,6 +307,19 @@ TEST_CASE("denominators on 3 hand-computed tokens", "[attention]") {
         check_row(o, 1, {1.0 / 6, 7.0 / 6, 5.0 / 6, 0});
         check_row(o, 2, {44.0 / 23, 15.0 / 23, 5.0 / 23, 52.0 / 23});
     }
+    SECTION("power order 2 / softmax: w = s^2 / 2") {
+        // w(0) = 0, w(2) = 2, w(4) = 8. t=1: w_10 = 0, so o_1 = v_1; t=2: (2 v_0 + 2 v_1 + 8 v_2) / 12
+        const auto o = x.run(denominator_kind::softmax, nullptr, nullptr, numerator_kind::power, 2);
+        check_row(o, 0, {1, 2, 0, 0});
+        check_row(o, 1, {0, 1, 1, 0});
+        check_row(o, 2, {26.0 / 12, 6.0 / 12, 2.0 / 12, 32.0 / 12});
+    }
+    SECTION("power order 3 / none: w = s^3 / 6") {
+        // w(0) = 0, w(2) = 4/3, w(4) = 32/3. t=2: 4/3 v_0 + 4/3 v_1 + 32/3 v_2
+        const auto o = x.run(denominator_kind::none, nullptr, nullptr, numerator_kind::power, 3);
+        check_row(o, 1, {0, 4.0 / 3, 4.0 / 3, 0});
+        check_row(o, 2, {100.0 / 3, 4, 4.0 / 3, 128.0 / 3});
+    }
     SECTION("elu1 / softmax: phi(x) = x + 1 for x > 0, exp(x) otherwise") {
         // phi(k_0) = (3,1,1,1), phi(k_1) = (1,3,1,1), phi(k_2) = (3,3,1,1)
         // t=1: w_10 = 3+3+1+1 = 8, w_11 = 1+9+1+1 = 12 -> (8 v_0 + 12 v_1) / 20
@@ -335,4 +345,31 @@ TEST_CASE("Taylor kernel by Horner equals the explicit sum; order 12 is close to
         }
         if (order == 12) CHECK(w[3] == Approx(std::exp(3.0)).epsilon(1e-4));
     }
+}
+
+TEST_CASE("power kernel: s^n / n! and its derivative s^(n-1) / (n-1)!, finite where s^n and n! are not",
+          "[attention]") {
+    for (int order = 1; order <= 12; ++order) {
+        INFO("order " << order);
+        auto kernel = make_score_kernel<double>(variant(numerator_kind::power, denominator_kind::none, order));
+        const double s[4] = {-2.0, -0.5, 0.7, 3.0};
+        double w[4], ds[4];
+        const double dw[4] = {1, 1, 1, 1};
+        kernel->forward_row(w, s, 4);
+        kernel->backward_row(ds, dw, s, w, 4);
+        for (int i = 0; i < 4; ++i) {
+            CHECK(w[i] == Approx(std::pow(s[i], order) / std::tgamma(order + 1.0)).epsilon(1e-13));
+            CHECK(ds[i] == Approx(std::pow(s[i], order - 1) / std::tgamma(order)).epsilon(1e-13));
+        }
+    }
+    // Order 171 at |s| = 100: 100^171 and 171! both overflow a double, their
+    // quotient (about 10^32.9) does not.
+    auto kernel = make_score_kernel<double>(variant(numerator_kind::power, denominator_kind::none, 171));
+    const double s[2] = {100.0, -100.0};
+    double w[2];
+    kernel->forward_row(w, s, 2);
+    const double expected = std::exp(171 * std::log(100.0) - std::lgamma(172.0));
+    CHECK(std::isinf(std::pow(100.0, 171)));
+    CHECK(w[0] == Approx(expected).epsilon(1e-10));
+    CHECK(w[1] == Approx(-expected).epsilon(1e-10));
 }

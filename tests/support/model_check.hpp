@@ -1,25 +1,27 @@
-// Whole-model gradient check on a micro model (STYLE.md "Tests" 3).
+// Whole-model gradient check on a micro model.
 #pragma once
 #include "attnlab/model/transformer.hpp"
 #include "attnlab/tasks/task.hpp"
 #include "gradcheck.hpp"
+#include "variant_cases.hpp"
 
 namespace attnlab::test {
 
 // Relative error of the analytic gradient of a micro model (V = 7, B = 2,
 // T = 5) against central differences over every parameter.
-// Signed kernels (linear, cosine, odd Taylor orders) can put a softmax sum
-// z_t near 0, where u_t / z_t is so ill-conditioned that no finite
-// difference is accurate; the check then takes the first parameter draw
-// whose sums all satisfy |z_t| >= 0.05 (the first draw for the other
-// variants: non-negative kernels only reach z_t = 0 together with u_t = 0).
+// Signed kernels (weight_sign::any in the variant table: linear, cosine, odd
+// Taylor orders) can put a softmax sum z_t near 0, where u_t / z_t is so
+// ill-conditioned that no finite difference is accurate; the check then
+// takes the first parameter draw whose sums all satisfy |z_t| >= 0.05 (the
+// first draw for the other variants: non-negative kernels only reach z_t = 0
+// together with u_t = 0, except score kernels without a constant term, whose
+// weights vanish at s = 0 alone: they are conditioned like signed ones).
 inline double whole_model_gradient_error(const model_config& m, const attention_config& a) {
     const int V = 7, B = 2, T = 5;
     const std::vector<std::int32_t> tokens = {1, 3, 0, 6, 2, 5, 5, 1, 4, 0};
     const std::vector<std::int32_t> targets = {no_target, 2, no_target, 4, 6, 0, no_target, 3, 3, 1};
     transformer<double> model(m, a, V, T);
-    const bool signed_kernel = a.numerator == numerator_kind::linear || a.numerator == numerator_kind::cosine ||
-                               (a.numerator == numerator_kind::taylor && a.order % 2 == 1);
+    const bool signed_kernel = signed_weights(a) || vanishing_score_weights(a);
     bool conditioned = false;
     for (std::uint64_t draw = 0; draw < 100 && !conditioned; ++draw) {
         model.init_params(42 + draw);
@@ -41,14 +43,21 @@ inline double whole_model_gradient_error(const model_config& m, const attention_
     return relative_error(analytic, numeric);
 }
 
-inline model_config micro_model(mlp_kind mlp = mlp_kind::swiglu, position_kind pos = position_kind::rope) {
+// A model of `layers` blocks of width d_model with 2 heads.
+inline model_config small_model(int layers, int d_model, mlp_kind mlp = mlp_kind::swiglu,
+                                position_kind pos = position_kind::rope) {
     model_config m;
-    m.layers = 2;
-    m.d_model = 8;
+    m.layers = layers;
+    m.d_model = d_model;
     m.heads = 2;
     m.mlp = mlp;
     m.position = pos;
     return m;
+}
+
+// The micro model of the gradient checks: 2 blocks of width 8.
+inline model_config micro_model(mlp_kind mlp = mlp_kind::swiglu, position_kind pos = position_kind::rope) {
+    return small_model(2, 8, mlp, pos);
 }
 
 }  // namespace attnlab::test

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include "attnlab/util/shapes.hpp"
 
@@ -24,18 +25,39 @@ constexpr long parallel_threshold = 1L << 16;
 long attention_work(int B, int NH, int Tn, int HS) { return static_cast<long>(B) * NH * Tn * Tn * HS; }
 }  // namespace
 
+attention_cache_size attention_cache_size_of(const attention_config& cfg, int B, int T_cap, int NH, int HS) {
+    const size_t bh = static_cast<size_t>(B) * NH, th = static_cast<size_t>(T_cap) * HS;
+    attention_cache_size n;
+    n.wsum = bh * T_cap;
+    n.numer = bh * th;
+    if (traits_of(cfg.numerator).family == numerator_family::feature_map) n.features = bh * th;
+    n.dparams = bh * static_cast<size_t>(traits_of(cfg.denominator).out_norm_params) * HS;
+    n.pairs = bh;
+    return n;
+}
+
+attention_scratch_size attention_scratch_size_of(int T_cap, int HS) {
+    attention_scratch_size n;
+    n.block = static_cast<size_t>(attention_scratch<float>::block_rows) * T_cap;
+    n.head = static_cast<size_t>(T_cap) * HS;
+    n.dz = static_cast<size_t>(T_cap);
+    n.row = static_cast<size_t>(HS);
+    return n;
+}
+
 template <class T>
-void attention_cache<T>::resize(int B_, int T_, int NH_, int HS_, int P) {
+void attention_cache<T>::resize(int B_, int T_, int NH_, int HS_, const attention_cache_size& n) {
     B = B_;
     T_cap = T_;
     NH = NH_;
     HS = HS_;
-    const size_t bh = static_cast<size_t>(B) * NH;
-    wsum.assign(bh * T_cap, T(0));
-    numer.assign(bh * T_cap * HS, T(0));
-    dparams.assign(bh * P, T(0));
-    nonpositive_wsum.assign(bh, 0);
-    min_abs_wsum.assign(bh, std::numeric_limits<T>::infinity());
+    wsum.assign(n.wsum, T(0));
+    numer.assign(n.numer, T(0));
+    phi_q.assign(n.features, T(0));
+    phi_k.assign(n.features, T(0));
+    dparams.assign(n.dparams, T(0));
+    nonpositive_wsum.assign(n.pairs, 0);
+    min_abs_wsum.assign(n.pairs, std::numeric_limits<T>::infinity());
 }
 
 template <class T>
@@ -54,37 +76,36 @@ T attention_cache<T>::min_abs_denominator() const {
 
 template <class T>
 void attention_scratch<T>::resize(int T_cap, int HS) {
-    const size_t block = static_cast<size_t>(block_rows) * T_cap, th = static_cast<size_t>(T_cap) * HS;
-    if (S.size() >= block && Vg.size() >= th && row.size() >= static_cast<size_t>(HS)) return;
-    S.assign(block, T(0));
-    W.assign(block, T(0));
-    dW.assign(block, T(0));
-    for (auto* v : {&Vg, &dU, &dVg, &dFq, &dFk}) v->assign(th, T(0));
-    dz.assign(T_cap, T(0));
-    row.assign(HS, T(0));
+    const attention_scratch_size n = attention_scratch_size_of(T_cap, HS);
+    if (S.size() >= n.block && Vg.size() >= n.head && row.size() >= n.row) return;
+    for (auto* v : {&S, &W, &dW}) v->assign(n.block, T(0));
+    for (auto* v : {&Vg, &dU, &dVg, &dFq, &dFk}) v->assign(n.head, T(0));
+    dz.assign(n.dz, T(0));
+    row.assign(n.row, T(0));
 }
 
 template <class T>
 attention_layer<T>::attention_layer(const attention_config& cfg, int NH, int HS)
-    : NH_(NH),
+    : cfg_(cfg),
+      NH_(NH),
       HS_(HS),
       scale_(T(1) / std::sqrt(T(HS))),
       clamp_on_(cfg.clamp.has_value()),
       clamp_(static_cast<T>(cfg.clamp.value_or(0.0))),
       in_gate_(cfg.in_gate),
       out_gate_(uses_out_gate(cfg)),
+      needs_weight_sum_(traits_of(cfg.denominator).uses_weight_sum),
       kernel_(make_score_kernel<T>(cfg)),
       features_(make_feature_map<T>(cfg)),
       denom_(make_denominator<T>(cfg)) {}
 
 template <class T>
 void attention_layer<T>::init_cache(attention_cache<T>& cache, int B, int T_cap) const {
-    cache.resize(B, T_cap, NH_, HS_, denominator_param_count());
-    if (features_) {
-        const size_t n = static_cast<size_t>(B) * NH_ * T_cap * HS_;
-        cache.phi_q.assign(n, T(0));
-        cache.phi_k.assign(n, T(0));
-    }
+    const attention_cache_size n = attention_cache_size_of(cfg_, B, T_cap, NH_, HS_);
+    // The sizes come from the variant table, the kernels index by their own counts: they must agree.
+    if (n.dparams != n.pairs * static_cast<size_t>(denominator_param_count()) || (n.features > 0) != bool(features_))
+        throw std::logic_error("attention_cache_size_of disagrees with the variant's kernels");
+    cache.resize(B, T_cap, NH_, HS_, n);
 }
 
 template <class T>
@@ -117,7 +138,7 @@ template <class T>
 void attention_layer<T>::forward_heads(T* out, attention_cache<T>& cache, const attention_inputs<T>& in, int Tn,
                                        int bh_begin, int bh_end, attention_scratch<T>& scratch) const {
     const int NH = NH_, HS = HS_, C = NH * HS;
-    const bool need_z = denom_->uses_weight_sum();
+    const bool need_z = needs_weight_sum_;
     scratch.resize(Tn, HS);
     for (int bh = bh_begin; bh < bh_end; ++bh) {
         const int b = bh / NH, h = bh % NH;
@@ -177,7 +198,7 @@ void attention_layer<T>::backward_heads(const attention_grads<T>& grads, const T
                                         attention_scratch<T>& scratch) const {
     const int NH = NH_, HS = HS_, C = NH * HS;
     const int P = denominator_param_count();
-    const bool need_z = denom_->uses_weight_sum();
+    const bool need_z = needs_weight_sum_;
     scratch.resize(Tn, HS);
     for (int bh = bh_begin; bh < bh_end; ++bh) {
         const int b = bh / NH, h = bh % NH;

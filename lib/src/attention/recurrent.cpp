@@ -1,7 +1,7 @@
-// Recurrent form of causal attention (SPEC §2 "Recurrent form"): feature
-// expansions of the Taylor numerator in full and symmetric layouts, the
-// fixed-size state update, and the key/value-cache step for exp and clamped
-// kernels.
+// Recurrent form of causal attention (recurrent.hpp): feature expansions of
+// the Taylor terms in full and symmetric layouts, the fixed-size state update,
+// and the key/value-cache step for exp and clamped kernels. Which variant has
+// a finite state, and which Taylor terms it holds, is the variant table's.
 #include "attnlab/attention/recurrent.hpp"
 
 #include <algorithm>
@@ -44,9 +44,18 @@ void symmetric_terms(T*& out, const T* x, T c, int d, int m, int last, int run, 
     }
 }
 
-// Taylor orders 0..n, or the first-order term alone for linear.
-int lowest_order(const attention_config& cfg) { return cfg.numerator == numerator_kind::linear ? 1 : 0; }
-int highest_order(const attention_config& cfg) { return cfg.numerator == numerator_kind::linear ? 1 : cfg.order; }
+// The Taylor terms m = first..last of a score kernel's state (its table row).
+// A score kernel with a finite state and no terms is a table error, not an
+// empty state.
+taylor_terms state_terms(const attention_config& cfg) {
+    const numerator_traits& row = traits_of(cfg.numerator);
+    if (row.takes_order && cfg.order < 0)
+        throw std::invalid_argument(std::string(row.name) + " needs order >= 0, got " + std::to_string(cfg.order));
+    const taylor_terms terms = row.terms(cfg.order);
+    if (terms.first < 0 || terms.last < terms.first)
+        throw std::logic_error(std::string("variant table: ") + row.name + " has a finite state but no Taylor terms");
+    return terms;
+}
 
 }  // namespace
 
@@ -86,15 +95,17 @@ void taylor_term_symmetric(T* phi, const T* x, int d, int m) {
 }
 
 bool has_finite_state(const attention_config& cfg) {
-    if (cfg.numerator == numerator_kind::exp) return false;
-    return !(is_score_kernel(cfg.numerator) && cfg.clamp.has_value());
+    const numerator_traits& row = traits_of(cfg.numerator);
+    if (!row.finite_state) return false;
+    return !(row.family == numerator_family::score_kernel && cfg.clamp.has_value());  // a clamp needs every score
 }
 
 std::size_t feature_size(const attention_config& cfg, int HS, state_layout layout) {
     if (!has_finite_state(cfg)) return 0;
     if (!is_score_kernel(cfg.numerator)) return static_cast<std::size_t>(HS);
+    const taylor_terms terms = state_terms(cfg);
     std::size_t F = 0;
-    for (int m = lowest_order(cfg); m <= highest_order(cfg); ++m) F = checked_add(F, taylor_term_size(HS, m, layout));
+    for (int m = terms.first; m <= terms.last; ++m) F = checked_add(F, taylor_term_size(HS, m, layout));
     return F;
 }
 
@@ -118,8 +129,12 @@ recurrent_attention<T>::recurrent_attention(const attention_config& cfg, int NH,
       kernel_(has_finite_state(cfg) ? nullptr : make_score_kernel<T>(cfg)),
       map_(make_feature_map<T>(cfg)),
       denom_(make_denominator<T>(cfg)) {
-    if (cfg.numerator == numerator_kind::taylor && cfg.order < 0)
-        throw std::invalid_argument("taylor needs order >= 0, got " + std::to_string(cfg.order));
+    if (traits_of(cfg.numerator).takes_order && cfg.order < 0)  // also with a clamp (no state terms)
+        throw std::invalid_argument(std::string(to_string(cfg.numerator)) + " needs order >= 0, got " +
+                                    std::to_string(cfg.order));
+    if (!has_finite_state(cfg) && !kernel_)  // only a score kernel can step through a key/value cache
+        throw std::logic_error(std::string("variant table: ") + to_string(cfg.numerator) +
+                               " has no finite state but is not a score kernel");
 }
 
 template <class T>
@@ -129,7 +144,8 @@ void recurrent_attention<T>::features(T* phi, const T* x) const {
         map_->forward(phi, x, HS_);
         return;
     }
-    for (int m = lowest_order(cfg_); m <= highest_order(cfg_); ++m) {
+    const taylor_terms terms = state_terms(cfg_);
+    for (int m = terms.first; m <= terms.last; ++m) {
         if (layout_ == state_layout::full)
             taylor_term_full(phi, x, HS_, m);
         else

@@ -1,5 +1,5 @@
-// The rows of the variant table (see the header). The maths of each row is in
-// docs/attention.md; the kernels are in variants.cpp.
+// The rows of the variant table (see the header). What each row computes is
+// in docs/attention.md; the kernels are in variants.cpp.
 #include "attnlab/attention/variant_table.hpp"
 
 #include <array>
@@ -16,9 +16,12 @@ constexpr weight_sign always_non_negative(int) { return ws::non_negative; }
 constexpr weight_sign always_signed(int) { return ws::any; }
 // A truncated exp series of even order is positive for every real score.
 constexpr weight_sign taylor_sign(int order) { return order % 2 == 0 ? ws::positive : ws::any; }
+// s^n / n! alone: even orders are >= 0 but vanish at s = 0, odd ones are signed.
+constexpr weight_sign power_sign(int order) { return order % 2 == 0 ? ws::non_negative : ws::any; }
 constexpr taylor_terms no_terms(int) { return {}; }
 constexpr taylor_terms taylor_up_to_order(int order) { return {0, order}; }
 constexpr taylor_terms first_order_only(int) { return {1, 1}; }
+constexpr taylor_terms order_term_only(int order) { return {order, order}; }
 
 constexpr std::array<numerator_traits, numerator_count> numerators{{
     {numerator_kind::exp, "exp", nf::score_kernel, false, false, always_positive, no_terms, "exp(s)"},
@@ -31,6 +34,7 @@ constexpr std::array<numerator_traits, numerator_count> numerators{{
      "phi(q).phi(k), phi(x) = max(x, 0)"},
     {numerator_kind::cosine, "cosine", nf::feature_map, false, true, always_signed, first_order_only,
      "phi(q).phi(k), phi(x) = x / max(|x|, eps)"},
+    {numerator_kind::power, "power", nf::score_kernel, true, true, power_sign, order_term_only, "s^n / n!"},
 }};
 
 constexpr std::array<denominator_traits, denominator_count> denominators{{
@@ -53,7 +57,7 @@ constexpr bool rows_in_enum_order() {
     return true;
 }
 static_assert(rows_in_enum_order(), "variant table: one row per enum value, in enum order");
-static_assert(static_cast<int>(numerator_kind::cosine) + 1 == numerator_count, "numerator_count is stale");
+static_assert(static_cast<int>(numerator_kind::power) + 1 == numerator_count, "numerator_count is stale");
 static_assert(static_cast<int>(denominator_kind::none) + 1 == denominator_count, "denominator_count is stale");
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Score kernels, feature maps and denominators of SPEC §2, each with its
+// Score kernels, feature maps and denominators (variant_table.hpp), each with its
 // derivative (derivations beside each backward).
 #include "attnlab/attention/variants.hpp"
 
@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 namespace attnlab {
 
@@ -67,6 +68,40 @@ public:
         for (int j0 = 0; j0 < n; j0 += chunk) {
             const int len = std::min(chunk, n - j0);
             taylor_exp_row(p, s + j0, len, order_ - 1);
+            for (int j = 0; j < len; ++j) ds[j0 + j] = dw[j0 + j] * p[j];
+        }
+    }
+
+private:
+    int order_;
+};
+
+// w (n) = s^order / order! as the product of the factors s / m, m = 1..order,
+// one pass over the row per factor: no factor overflows where s^order or
+// order! alone would (order 170 at s = 100 is about 1e33).
+template <class T>
+void power_term_row(T* w, const T* s, int n, int order) {
+    std::fill(w, w + n, T(1));
+    for (int m = 1; m <= order; ++m) {
+        const T inv_m = T(1) / T(m);
+        for (int j = 0; j < n; ++j) w[j] *= s[j] * inv_m;
+    }
+}
+
+// The order-n Taylor term alone, w = s^n / n! (n = 2: "squared q.k");
+// dw/ds = s^(n-1) / (n-1)!, the term of order n-1.
+template <class T>
+class power_kernel final : public score_kernel<T> {
+public:
+    explicit power_kernel(int order) : order_(order) {}
+    void forward_row(T* w, const T* s, int n) const override { power_term_row(w, s, n, order_); }
+    void backward_row(T* ds, const T* dw, const T* s, const T*, int n) const override {
+        // ds may alias dw: the derivative of a chunk goes to a stack buffer first.
+        constexpr int chunk = 256;
+        T p[chunk];
+        for (int j0 = 0; j0 < n; j0 += chunk) {
+            const int len = std::min(chunk, n - j0);
+            power_term_row(p, s + j0, len, order_ - 1);
             for (int j = 0; j < len; ++j) ds[j0 + j] = dw[j0 + j] * p[j];
         }
     }
@@ -149,7 +184,6 @@ template <class T>
 class softmax_denominator final : public denominator<T> {
 public:
     softmax_denominator(T added_eps, bool detach) : added_eps_(added_eps), detach_(detach) {}
-    bool uses_weight_sum() const override { return true; }
     T weight_sum_offset() const override { return added_eps_; }
     void forward_row(T* o, const T* u, T z, int, const T*, int HS) const override {
         const T inv = T(1) / (z + added_eps_);
@@ -305,28 +339,35 @@ public:
 
 }  // namespace
 
-bool is_score_kernel(numerator_kind n) {
-    return n == numerator_kind::exp || n == numerator_kind::taylor || n == numerator_kind::linear;
+bool is_score_kernel(numerator_kind n) { return traits_of(n).family == numerator_family::score_kernel; }
+
+bool uses_out_gate(const attention_config& cfg) { return cfg.out_gate || traits_of(cfg.denominator).has_output_gate; }
+
+bool is_scale_invariant(denominator_kind d) { return traits_of(d).scale_invariant; }
+
+namespace {
+// An order-taking numerator (the table's takes_order) needs n >= 1 here; the
+// spec loader refuses other values before a run starts.
+void require_order(const attention_config& cfg) {
+    if (cfg.order < 1) throw std::invalid_argument(std::string(to_string(cfg.numerator)) + " needs order >= 1");
 }
+}  // namespace
 
-bool uses_out_gate(const attention_config& cfg) { return cfg.out_gate || cfg.denominator == denominator_kind::gate; }
-
-bool is_scale_invariant(denominator_kind d) {
-    return d == denominator_kind::softmax || d == denominator_kind::norm || d == denominator_kind::rmsnorm ||
-           d == denominator_kind::layernorm;
-}
-
+// Every numerator has a case in both factories (no `default:`), so -Wswitch
+// names a new enum value that has no kernel yet.
 template <class T>
 std::unique_ptr<score_kernel<T>> make_score_kernel(const attention_config& cfg) {
     switch (cfg.numerator) {
         case numerator_kind::exp:
             return std::make_unique<exp_kernel<T>>(is_scale_invariant(cfg.denominator), cfg.detach_denominator);
-        case numerator_kind::taylor:
-            if (cfg.order < 1) throw std::invalid_argument("taylor needs order >= 1");
-            return std::make_unique<taylor_kernel<T>>(cfg.order);
+        case numerator_kind::taylor: require_order(cfg); return std::make_unique<taylor_kernel<T>>(cfg.order);
         case numerator_kind::linear: return std::make_unique<linear_kernel<T>>();
-        default: return nullptr;
+        case numerator_kind::power: require_order(cfg); return std::make_unique<power_kernel<T>>(cfg.order);
+        case numerator_kind::elu1:
+        case numerator_kind::relu:
+        case numerator_kind::cosine: return nullptr;  // feature maps
     }
+    throw std::invalid_argument("unknown numerator");
 }
 
 template <class T>
@@ -335,8 +376,12 @@ std::unique_ptr<feature_map<T>> make_feature_map(const attention_config& cfg) {
         case numerator_kind::elu1: return std::make_unique<elu1_map<T>>();
         case numerator_kind::relu: return std::make_unique<relu_map<T>>();
         case numerator_kind::cosine: return std::make_unique<cosine_map<T>>(static_cast<T>(cfg.eps));
-        default: return nullptr;
+        case numerator_kind::exp:
+        case numerator_kind::taylor:
+        case numerator_kind::linear:
+        case numerator_kind::power: return nullptr;  // score kernels
     }
+    throw std::invalid_argument("unknown numerator");
 }
 
 template <class T>
@@ -344,8 +389,10 @@ std::unique_ptr<denominator<T>> make_denominator(const attention_config& cfg) {
     const T eps = static_cast<T>(cfg.eps);
     switch (cfg.denominator) {
         case denominator_kind::softmax: {
-            const bool non_negative = cfg.numerator == numerator_kind::elu1 || cfg.numerator == numerator_kind::relu;
-            return std::make_unique<softmax_denominator<T>>(non_negative ? eps : T(0), cfg.detach_denominator);
+            // Weights that can be exactly 0 everywhere (relu, elu1 after underflow) get eps, as fast-transformers does.
+            const auto& num = traits_of(cfg.numerator);
+            const bool may_vanish = num.sign(cfg.order) == weight_sign::non_negative;
+            return std::make_unique<softmax_denominator<T>>(may_vanish ? eps : T(0), cfg.detach_denominator);
         }
         case denominator_kind::norm: return std::make_unique<norm_denominator<T>>(eps);
         case denominator_kind::rmsnorm: return std::make_unique<rmsnorm_denominator<T>>(eps);

@@ -13,8 +13,8 @@
 #include <spdlog/fmt/fmt.h>
 
 #include "attnlab/io/files.hpp"
-#include "attnlab/model/params.hpp"
-#include "attnlab/model/transformer.hpp"
+#include "attnlab/model/buffer_plan.hpp"
+#include "attnlab/model/make_model.hpp"
 #include "attnlab/run/runner.hpp"
 #include "attnlab/tasks/task.hpp"
 #include "attnlab/train/optimizer.hpp"
@@ -71,7 +71,7 @@ base:
 
 std::string variant_name(const attention_config& a) {
     std::string s = to_string(a.numerator);
-    if (a.numerator == numerator_kind::taylor) s += std::to_string(a.order);
+    if (traits_of(a.numerator).takes_order) s += std::to_string(a.order);
     return s + "/" + to_string(a.denominator);
 }
 
@@ -94,15 +94,15 @@ void write_batch_file(const std::string& path, const batch& b) {
     write_file_atomic(path, bytes);
 }
 
-// One training step as the trainer does it (without the data and metrics).
+// One training step as the trainer does it (without the data and metrics),
+// on the model train_run builds.
 struct attnlab_stepper {
     transformer<float> model;
     adamw<float> opt;
     const batch& data;
-    attnlab_stepper(const run_config& c, int vocab, const batch& b)
-        : model(c.model, c.attention, vocab, b.T), opt(model.layout(), c.train.weight_decay), data(b) {
+    attnlab_stepper(const run_config& c, const batch& b)
+        : model(make_model<float>(c)), opt(model.layout(), c.train.weight_decay), data(b) {
         model.init_params(0);
-        model.reserve(b.B, b.T);
     }
     double step() {
         model.zero_grad();
@@ -165,27 +165,21 @@ flop_count training_flops(const run_config& c, int vocab, int B, int Tn, int ans
 }
 
 memory_need training_memory_need(const run_config& c, int vocab, int B, int Tn, int answers) {
-    model_offsets offsets;
-    const std::size_t P = build_param_layout(c.model, c.attention, vocab, Tn, offsets).total();
-    const double N = static_cast<double>(B) * Tn, C = c.model.d_model, F = resolved_mlp_hidden(c.model);
-    const double NH = c.model.heads;
-    double layer = N * C * 6 + N;  // block input, attn norm (+ rstd), q, k, v, u
-    if (c.attention.denominator == denominator_kind::softmax) layer += N * NH;  // z
-    if (!is_score_kernel(c.attention.numerator)) layer += 2 * N * C;            // phi(q), phi(k)
-    if (c.attention.in_gate) layer += N * NH;
-    if (uses_out_gate(c.attention)) layer += N * NH;
-    layer += N * C;  // attention output (input of o)
-    if (c.model.mlp != mlp_kind::none) {
-        layer += N * C + N;  // mid (input of the MLP norm); the MLP norm's output counts below
-        layer += N * C;
-        layer += N * F * (c.model.mlp == mlp_kind::swiglu ? 3 : 2);
-    }
-    const double acts = layer * c.model.layers + N * C + N + static_cast<double>(answers) * (C + vocab);
+    buffer_plan_input in;
+    in.model = c.model;
+    in.attention = c.attention;
+    in.vocab = vocab;
+    in.max_T = Tn;
+    in.B = B;
+    in.T = Tn;
+    in.answers = answers;  // the head keeps the answer rows only
+    in.float_bytes = sizeof(float);
+    const buffer_plan plan = plan_model_buffers(in);
     memory_need m;
-    m.params = P * sizeof(float);
-    m.grads = P * sizeof(float);
-    m.optimizer = 2 * P * sizeof(float);
-    m.activations = static_cast<std::size_t>(acts * sizeof(float));
+    m.params = plan.param_count * sizeof(float);
+    m.grads = m.params;
+    m.optimizer = 2 * m.params;
+    m.activations = plan.kept_for_backward_bytes();
     return m;
 }
 
@@ -254,7 +248,7 @@ train_bench_result run_train_bench(const train_bench_options& opt,
                 const std::size_t rss0 = proc_status_bytes("VmRSS");
                 const bool peak_ok = reset_peak_rss();
                 {
-                    attnlab_stepper s(opt.config, r.vocab, b);
+                    attnlab_stepper s(opt.config, b);
                     r.param_count = s.model.params.size();
                     for (int i = 0; i < opt.warmup; ++i) s.step();
                     for (int rep = 0; rep < opt.repeats; ++rep) {
@@ -302,7 +296,7 @@ train_bench_result run_train_bench(const train_bench_options& opt,
     if (best) {
         r.op_threads = best->threads;
         set_threads(best->threads);
-        attnlab_stepper s(opt.config, r.vocab, b);
+        attnlab_stepper s(opt.config, b);
         for (int i = 0; i < opt.warmup; ++i) s.step();
         s.model.enable_op_timing(true);
         s.model.reset_timings();

@@ -1,19 +1,9 @@
-// Enum names and derived sizes of a run configuration (SPEC §3, §4).
+// Enum names and the MLP size of a run configuration (the task sizes are in
+// tasks/task_table.cpp).
 #include "attnlab/config/run_config.hpp"
-
-#include <algorithm>
 
 namespace attnlab {
 
-const char* to_string(task_kind v) {
-    switch (v) {
-        case task_kind::copy: return "copy";
-        case task_kind::lookup: return "lookup";
-        case task_kind::selective_copy: return "selective_copy";
-        case task_kind::induction: return "induction";
-    }
-    return "?";
-}
 const char* to_string(position_kind v) {
     switch (v) {
         case position_kind::rope: return "rope";
@@ -37,27 +27,6 @@ const char* to_string(schedule_kind v) {
     }
     return "?";
 }
-
-int model_vocab_size(const task_config& t) { return t.kind == task_kind::copy ? t.vocab + 2 : t.vocab; }
-
-// copy: x_1..x_n SEP x_1..x_n padded to 2*max_len + 1 tokens, inputs drop the
-// last; selective_copy: L + M slots then M markers; induction: seq_len random
-// tokens then the trigger (its answer is a target, not an input).
-namespace {
-int seq_len_of(const task_config& t, int copy_max_len) {
-    switch (t.kind) {
-        case task_kind::copy: return 2 * copy_max_len;
-        case task_kind::lookup: return t.seq_len;
-        case task_kind::selective_copy: return t.noise_len + 2 * t.n_tokens;
-        case task_kind::induction: return t.seq_len + 1;
-    }
-    return 0;
-}
-}  // namespace
-
-int train_seq_len(const task_config& t) { return seq_len_of(t, t.max_len); }
-int test_seq_len(const task_config& t) { return seq_len_of(t, t.test_max_len); }
-int max_seq_len(const task_config& t) { return std::max(train_seq_len(t), test_seq_len(t)); }
 
 int resolved_mlp_hidden(const model_config& m) {
     switch (m.mlp) {

@@ -1,4 +1,4 @@
-// Parameter names, shapes and init rules of SPEC §3.
+// Parameter names, shapes and init rules of the model (params.hpp).
 #include "attnlab/model/params.hpp"
 
 #include <stdexcept>
@@ -45,11 +45,10 @@ param_layout build_param_layout(const model_config& m, const attention_config& a
             bo.out_gate = p.add(b + "attn.out_gate.weight", {H, D}, param_init::normal, true);
             bo.out_gate_bias = p.add(b + "attn.out_gate.bias", {H}, param_init::zeros, false);
         }
-        if (a.denominator == denominator_kind::rmsnorm || a.denominator == denominator_kind::layernorm) {
-            bo.out_norm = p.add(b + "attn.out_norm.weight", {dv}, param_init::ones, false);
-            if (a.denominator == denominator_kind::layernorm)  // right after the gain: the layer reads both
-                p.add(b + "attn.out_norm.bias", {dv}, param_init::zeros, false);
-        }
+        const int out_norm_params = traits_of(a.denominator).out_norm_params;  // 0, gain, or gain and bias
+        if (out_norm_params >= 1) bo.out_norm = p.add(b + "attn.out_norm.weight", {dv}, param_init::ones, false);
+        if (out_norm_params >= 2)  // right after the gain: the layer reads both
+            p.add(b + "attn.out_norm.bias", {dv}, param_init::zeros, false);
         if (m.mlp != mlp_kind::none) bo.mlp_norm = p.add(b + "mlp_norm.weight", {D}, param_init::ones, false);
         if (m.mlp == mlp_kind::swiglu) {
             bo.mlp_gate = p.add(b + "mlp.gate.weight", {F, D}, param_init::normal, true);

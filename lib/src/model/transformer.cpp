@@ -74,7 +74,7 @@ transformer<T>::transformer(const model_config& m, const attention_config& a, in
       a_(a),
       attn_(a, m.heads, m.d_model / m.heads) {
     if (C_ % NH_ != 0) throw std::invalid_argument("d_model must be a multiple of heads");
-    if (uses_rope()) rope_ = std::make_unique<rope_tables<T>>(max_T_, HS_);
+    if (uses_rope()) rope_ = std::make_unique<rope_tables<T>>(max_T_, HS_);  // rope_cos, rope_sin of the plan
     params.assign(layout_.total(), T(0));
     grads.assign(layout_.total(), T(0));
     times_.names = {"embedding",         "rmsnorm", "q/k/v (+rope, gates)", "attention",
@@ -117,48 +117,62 @@ void transformer<T>::reserve(int B, int T_len) {
     if (T_len > max_T_) throw std::invalid_argument("sequence longer than the model's max_T");
     cap_B_ = std::max(B, cap_B_);
     cap_T_ = std::max(T_len, cap_T_);
-    const std::size_t N = static_cast<std::size_t>(cap_B_) * cap_T_;
-    const std::size_t NC = N * C_, NF = N * F_;
-    x_.assign(m_.layers + 1, std::vector<T>(NC));
+    buffer_plan_input in;
+    in.model = m_;
+    in.attention = a_;
+    in.vocab = V_;
+    in.max_T = max_T_;
+    in.B = cap_B_;
+    in.T = cap_T_;  // answer rows: at most every row
+    in.float_bytes = sizeof(T);
+    plan_ = plan_model_buffers(in);
+    using mb = model_buffer;
+    auto n = [&](mb b) { return plan_.elements(b); };
+    auto alloc = [&](std::vector<T>& v, mb b) { v.assign(n(b), T(0)); };
+    x_.assign(plan_[mb::residual].copies, std::vector<T>(n(mb::residual)));
     acts_.resize(m_.layers);
     for (auto& a : acts_) {
-        a.ln1.assign(NC, 0);
-        a.rstd1.assign(N, 0);
-        a.q.assign(NC, 0);
-        a.k.assign(NC, 0);
-        a.v.assign(NC, 0);
-        attn_.init_cache(a.att_cache, cap_B_, cap_T_);
-        if (attn_.has_in_gate()) a.g_in.assign(N * NH_, 0);
-        if (attn_.has_out_gate()) a.g_out.assign(N * NH_, 0);
-        a.att.assign(NC, 0);
-        a.mid.assign(NC, 0);
-        if (m_.mlp != mlp_kind::none) {
-            a.ln2.assign(NC, 0);
-            a.rstd2.assign(N, 0);
-            a.fc_up.assign(NF, 0);
-            a.act.assign(NF, 0);
-            if (m_.mlp == mlp_kind::swiglu) a.fc_gate.assign(NF, 0);
-        }
+        alloc(a.ln1, mb::attn_norm);
+        alloc(a.rstd1, mb::attn_rstd);
+        alloc(a.q, mb::q);
+        alloc(a.k, mb::k);
+        alloc(a.v, mb::v);
+        attn_.init_cache(a.att_cache, cap_B_, cap_T_);  // the plan's cache_* entries
+        alloc(a.g_in, mb::in_gate);
+        alloc(a.g_out, mb::out_gate);
+        alloc(a.att, mb::heads_out);
+        alloc(a.mid, mb::mid);
+        alloc(a.ln2, mb::mlp_norm);
+        alloc(a.rstd2, mb::mlp_rstd);
+        alloc(a.fc_gate, mb::mlp_gate);
+        alloc(a.fc_up, mb::mlp_up);
+        alloc(a.act, mb::mlp_act);
     }
-    lnf_.assign(NC, 0);
-    rstdf_.assign(N, 0);
-    // Answer rows: at most every row.
-    lnf_ans_.assign(NC, 0);
-    logits_.assign(N * V_, 0);
-    probs_.assign(N * V_, 0);
-    losses_.reserve(N);
-    ans_rows_.reserve(N);
-    ans_tgt_.reserve(N);
-    ans_pred_.reserve(N);
-    for (auto* v : {&dres_, &dln_, &dq_, &dk_, &dv_, &datt_}) v->assign(NC, 0);
-    if (uses_rope()) {
-        dq_raw_.assign(NC, 0);
-        dk_raw_.assign(NC, 0);
-    }
-    for (auto* v : {&dfc_gate_, &dfc_up_, &dact_}) v->assign(NF, 0);
-    for (auto* v : {&dg_in_, &dg_out_, &dgate_pre_}) v->assign(N * NH_, 0);
-    dlnf_ans_.assign(NC, 0);
-    dlogits_.assign(N * V_, 0);
+    alloc(lnf_, mb::final_norm);
+    alloc(rstdf_, mb::final_rstd);
+    alloc(lnf_ans_, mb::answer_norm);
+    alloc(logits_, mb::logits);
+    alloc(probs_, mb::probs);
+    losses_.reserve(n(mb::answer_losses));
+    ans_rows_.reserve(n(mb::answer_rows));
+    ans_tgt_.reserve(n(mb::answer_targets));
+    ans_pred_.reserve(n(mb::answer_predictions));
+    alloc(dres_, mb::d_residual);
+    alloc(dln_, mb::d_norm);
+    alloc(dq_, mb::d_q);
+    alloc(dk_, mb::d_k);
+    alloc(dv_, mb::d_v);
+    alloc(datt_, mb::d_heads_out);
+    alloc(dq_raw_, mb::d_q_raw);
+    alloc(dk_raw_, mb::d_k_raw);
+    alloc(dfc_gate_, mb::d_mlp_gate);
+    alloc(dfc_up_, mb::d_mlp_up);
+    alloc(dact_, mb::d_mlp_act);
+    alloc(dg_in_, mb::d_in_gate);
+    alloc(dg_out_, mb::d_out_gate);
+    alloc(dgate_pre_, mb::d_gate_pre);
+    alloc(dlnf_ans_, mb::d_answer_norm);
+    alloc(dlogits_, mb::d_logits);
 }
 
 template <class T>
@@ -169,10 +183,13 @@ void transformer<T>::plan_shards(int B) {
     const int by_work = static_cast<int>(static_cast<long>(B) * T_ * C_ / min_shard_work);
     const int P = recurrent_ ? 1 : std::max(1, std::min({omp_get_max_threads(), B, by_work}));
     shards_.assign(P, shard{});
+    // Per-thread buffers of the plan: attention scratch (sized by the
+    // attention layer on first use) and threads 1..'s gradients.
     if (static_cast<int>(scratch_.size()) < P) scratch_.resize(P);
     if (static_cast<int>(shard_grads_.size()) < P - 1) shard_grads_.resize(P - 1);
     for (auto& g : shard_grads_)
-        if (g.size() != grads.size()) g.assign(grads.size(), T(0));
+        if (g.size() != plan_.elements(model_buffer::shard_grads))
+            g.assign(plan_.elements(model_buffer::shard_grads), T(0));
     std::size_t a = 0;
     for (int s = 0; s < P; ++s) {
         shard& sh = shards_[s];

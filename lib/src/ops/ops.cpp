@@ -111,10 +111,12 @@ void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
     if (dbias) Eigen::Map<row_vector<T>>(dbias, OC) += dy.colwise().sum();
 }
 
+std::size_t rope_table_elements(int max_T, int HS) { return static_cast<std::size_t>(max_T) * (HS / 2); }
+
 template <class T>
 rope_tables<T>::rope_tables(int max_T_, int HS) : max_T(max_T_), half(HS / 2) {
-    cos.resize(static_cast<size_t>(max_T) * half);
-    sin.resize(static_cast<size_t>(max_T) * half);
+    cos.resize(rope_table_elements(max_T, HS));
+    sin.resize(rope_table_elements(max_T, HS));
     for (int t = 0; t < max_T; ++t)
         for (int i = 0; i < half; ++i) {
             // theta_i = 10000^(-2i/HS); computed in double for both scalars.

@@ -24,12 +24,13 @@
 
 #include "attnlab/io/csv.hpp"
 #include "attnlab/io/files.hpp"
-#include "attnlab/model/memory_estimate.hpp"
 #include "attnlab/model/params.hpp"
 #include "attnlab/run/resources.hpp"
+#include "attnlab/run/run_dir.hpp"
 #include "attnlab/run/summary.hpp"
 #include "attnlab/run/sweep_dir.hpp"
 #include "attnlab/train/checkpoint.hpp"
+#include "attnlab/train/memory_estimate.hpp"
 #include "attnlab/train/trainer.hpp"
 #include "attnlab/util/error.hpp"
 
@@ -121,30 +122,6 @@ private:
     std::string path_;
     int fd_ = -1;
 };
-
-// Leftovers of an earlier attempt at a run, removed before it is redone
-// (under its lock). result.yaml goes first: it must never outlive the rest.
-void clean_run_dir(const std::string& run_dir) {
-    fs::remove(run_dir + "/result.yaml");
-    std::error_code ec;
-    std::vector<fs::path> stale;
-    for (fs::directory_iterator it(run_dir, ec), end; !ec && it != end; it.increment(ec)) {
-        const std::string name = it->path().filename().string();
-        if (name == "config.yaml" || name == "metrics.csv" || name == checkpoint_filename || name == resume_filename ||
-            name.find(".tmp") != std::string::npos)
-            stale.push_back(it->path());
-    }
-    for (const auto& p : stale) fs::remove(p);
-}
-
-// Temporary files of killed writers in a run directory (*.tmp*).
-void remove_temporaries(const std::string& run_dir) {
-    std::error_code ec;
-    std::vector<fs::path> stale;
-    for (fs::directory_iterator it(run_dir, ec), end; !ec && it != end; it.increment(ec))
-        if (it->path().filename().string().find(".tmp") != std::string::npos) stale.push_back(it->path());
-    for (const auto& p : stale) fs::remove(p, ec);
-}
 
 // Rows of metrics.csv a run has written after `step` of its steps: the test
 // row of step 0, then a train and a test row at each evaluation step.
@@ -314,7 +291,7 @@ attempt sweep_runner::train_one(std::size_t i) {
     const std::optional<train_state> resume = resumable_state(dir, config_yaml, point.config, tg);
     if (resume) {
         fs::remove(dir + "/result.yaml");
-        remove_temporaries(dir);
+        remove_run_temporaries(dir);
         spdlog::info("{} training {} steps, resumed after step {} from {}", tg, steps, resume->step, state_path);
         if (resume->threads != per_run_threads_)
             spdlog::warn(
@@ -322,7 +299,7 @@ attempt sweep_runner::train_one(std::size_t i) {
                 "from those of a run never stopped",
                 tg, resume->threads, per_run_threads_);
     } else {
-        clean_run_dir(dir);
+        clear_run_dir(dir);
         write_file_atomic(dir + "/config.yaml", config_yaml);
         write_file_atomic(dir + "/metrics.csv", csv_line(metrics_header));
     }
@@ -373,7 +350,7 @@ attempt sweep_runner::train_one(std::size_t i) {
                      res.steps, steps, state_path);
         return {attempt_kind::interrupted, res};
     }
-    write_file_atomic(dir + "/result.yaml", run_result_to_yaml(res));
+    write_run_result(dir, res);
     std::error_code ec;
     fs::remove(state_path, ec);  // after result.yaml: the run is done, its state of no more use
     if (resume) {

@@ -1,5 +1,5 @@
-// The shared results directory of a sweep: spec.yaml and overrides.yaml, the
-// "done" test of a run, the per-run lock and `attnlab summarize` (SPEC §6).
+// The shared results directory of a sweep: spec.yaml and overrides.yaml and
+// `attnlab summarize` (sweep_dir.hpp).
 #include "attnlab/run/sweep_dir.hpp"
 
 #include <algorithm>
@@ -18,8 +18,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include "attnlab/io/files.hpp"
+#include "attnlab/run/run_dir.hpp"
 #include "attnlab/run/summary.hpp"
-#include "attnlab/train/checkpoint.hpp"
 #include "attnlab/util/error.hpp"
 
 namespace attnlab {
@@ -86,69 +86,6 @@ experiment_spec load_spec_as_run(const std::string& dir) {
     const std::vector<std::string> overrides =
         fs::exists(overrides_path, ec) ? read_overrides(overrides_path) : overrides_from_header(text);
     return parse_spec(text, spec_path, overrides);
-}
-
-std::optional<run_result> finished_run_result(const std::string& run_dir, const std::string& config_yaml) {
-    const std::string cfg_path = run_dir + "/config.yaml";
-    std::error_code ec;
-    if (!fs::exists(cfg_path, ec)) return std::nullopt;
-    try {
-        // Read the result first: a concurrent redo removes result.yaml before it rewrites config.yaml.
-        auto r = read_run_result(run_dir + "/result.yaml");
-        if (!r || r->status == run_status::interrupted) return std::nullopt;
-        if (read_file(cfg_path) != config_yaml) return std::nullopt;
-        return r;
-    } catch (const io_error& e) {  // a malformed result (a crash mid-write by an older version): redo the run
-        spdlog::warn("{}; the run will be redone", e.what());
-        return std::nullopt;
-    }
-}
-
-bool run_locked_elsewhere(const std::string& run_dir) {
-    const std::string path = run_dir + "/.lock";
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-    ::close(fd);  // also releases the lock if we got it
-    return held;
-}
-
-std::string unfinished_reason(const std::string& run_dir, const std::string& config_yaml) {
-    std::error_code ec;
-    if (!fs::is_directory(run_dir, ec)) return "not started";
-    if (run_locked_elsewhere(run_dir)) return "being trained by another process";
-    if (!fs::exists(run_dir + "/config.yaml", ec)) return "not started (no config.yaml)";
-    try {
-        if (read_file(run_dir + "/config.yaml") != config_yaml)
-            return "config.yaml differs from the spec's (trained with another spec or --set)";
-        const auto r = read_run_result(run_dir + "/result.yaml");
-        if (!r) {
-            if (fs::exists(run_dir + "/" + resume_filename, ec))
-                return std::string("stopped mid-way: ") + resume_filename + " saved, `attnlab run` resumes it";
-            return "unfinished: no result.yaml (interrupted or killed)";
-        }
-        if (r->status == run_status::interrupted) return "interrupted";
-    } catch (const io_error& e) {
-        return e.what();
-    }
-    return "done";
-}
-
-run_lock::run_lock(const std::string& run_dir) {
-    const std::string path = run_dir + "/.lock";
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) throw io_error("cannot open " + path + ": " + std::strerror(errno));
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        const int err = errno;
-        ::close(fd);
-        if (err == EWOULDBLOCK) return;
-        throw io_error("cannot lock " + path + ": " + std::strerror(err));
-    }
-    fd_ = fd;
-}
-
-run_lock::~run_lock() {
-    if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
 }
 
 summarize_outcome summarize_sweep_dir(const std::string& dir) {

@@ -29,12 +29,12 @@ void copy_example(std::int32_t* tokens, std::int32_t* targets, int T, int vocab,
 }
 
 std::unique_ptr<task> make_copy_task(const task_config& cfg, std::uint64_t seed) {
-    if (cfg.vocab < 1 || cfg.min_len < 1 || cfg.min_len > cfg.max_len || cfg.test_min_len < 1 ||
-        cfg.test_min_len > cfg.test_max_len)
-        throw std::logic_error("copy: need vocab >= 1 and 1 <= min_len <= max_len for train and test, got vocab " +
-                               std::to_string(cfg.vocab) + ", lengths [" + std::to_string(cfg.min_len) + ", " +
-                               std::to_string(cfg.max_len) + "], test [" + std::to_string(cfg.test_min_len) + ", " +
-                               std::to_string(cfg.test_max_len) + "]");
+    // The ranges the spec schema checks; then the task's rules (min_len <= max_len, train and test).
+    if (cfg.vocab < 1 || cfg.min_len < 1 || cfg.test_min_len < 1)
+        throw std::logic_error("copy: need vocab >= 1 and lengths >= 1 (resolved defaults), got vocab " +
+                               std::to_string(cfg.vocab) + ", min_len " + std::to_string(cfg.min_len) +
+                               ", test_min_len " + std::to_string(cfg.test_min_len));
+    require_task_rules(cfg);
     const int vocab = cfg.vocab;
     const int lo = cfg.min_len, hi = cfg.max_len;
     const int test_lo = cfg.test_min_len, test_hi = cfg.test_max_len;

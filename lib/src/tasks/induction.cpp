@@ -51,11 +51,10 @@ void induction_example(std::int32_t* tokens, std::int32_t* targets, int V, int s
 
 std::unique_ptr<task> make_induction_task(const task_config& cfg, std::uint64_t seed) {
     const int V = cfg.vocab, N = cfg.seq_len;
-    if (V < 4 || N < 3 || N > (1 << 30))
-        throw std::logic_error(
-            "induction: need vocab >= 4 (2 specials, 2 content tokens) and 3 <= seq_len <= 2^30; "
-            "got vocab " +
-            std::to_string(V) + ", seq_len " + std::to_string(N));
+    // The range the spec schema checks; then the task's rules (vocab >= 4).
+    if (N < 3 || N > (1 << 30))
+        throw std::logic_error("induction: need 3 <= seq_len <= 2^30; got seq_len " + std::to_string(N));
+    require_task_rules(cfg);
     auto fill = [=](std::int32_t* tok, std::int32_t* tgt, rng& r) { induction_example(tok, tgt, V, N, r); };
     return std::make_unique<generated_task>(model_vocab_size(cfg), example_split{train_seq_len(cfg), fill},
                                             example_split{test_seq_len(cfg), fill}, cfg.train_examples,

@@ -53,11 +53,12 @@ void selective_copy_example(std::int32_t* tokens, std::int32_t* targets, int A, 
 
 std::unique_ptr<task> make_selective_copy_task(const task_config& cfg, std::uint64_t seed) {
     const int A = cfg.vocab, M = cfg.n_tokens, L = cfg.noise_len;
-    if (A < 4 || M < 1 || L < 0 || static_cast<long long>(L) + 2LL * M > (1LL << 30))
+    // The ranges the spec schema checks; then the task's rules (vocab >= 4).
+    if (M < 1 || L < 0 || static_cast<long long>(L) + 2LL * M > (1LL << 30))
         throw std::logic_error(
-            "selective_copy: need vocab >= 4, n_tokens >= 1, noise_len >= 0, noise_len + "
-            "2 n_tokens <= 2^30; got vocab " +
-            std::to_string(A) + ", n_tokens " + std::to_string(M) + ", noise_len " + std::to_string(L));
+            "selective_copy: need n_tokens >= 1, noise_len >= 0, noise_len + 2 n_tokens <= 2^30; got n_tokens " +
+            std::to_string(M) + ", noise_len " + std::to_string(L));
+    require_task_rules(cfg);
     auto fill = [=](std::int32_t* tok, std::int32_t* tgt, rng& r) { selective_copy_example(tok, tgt, A, M, L, r); };
     return std::make_unique<generated_task>(model_vocab_size(cfg), example_split{train_seq_len(cfg), fill},
                                             example_split{test_seq_len(cfg), fill}, cfg.train_examples,

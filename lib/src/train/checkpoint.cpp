@@ -1,4 +1,4 @@
-// Saving, loading and re-scoring a run's parameters (SPEC §3 "Checkpoints").
+// Saving and loading a run's parameters and its resume state (checkpoint.hpp).
 #include "attnlab/train/checkpoint.hpp"
 
 #include <algorithm>
@@ -11,9 +11,6 @@
 
 #include "attnlab/io/files.hpp"
 #include "attnlab/io/safetensors.hpp"
-#include "attnlab/run/summary.hpp"
-#include "attnlab/spec/spec.hpp"
-#include "attnlab/tasks/task.hpp"
 #include "attnlab/util/error.hpp"
 
 namespace attnlab {
@@ -209,54 +206,6 @@ std::optional<train_state> train_state_load(const std::string& path, const std::
 
 bool params_finite(const transformer<float>& model) {
     return std::all_of(model.params.begin(), model.params.end(), [](float x) { return std::isfinite(x); });
-}
-
-run_config read_run_dir_config(const std::string& run_dir) {
-    namespace fs = std::filesystem;
-    if (!fs::is_directory(run_dir)) throw config_error(run_dir + ": no such run directory");
-    const std::string config_path = run_dir + "/config.yaml";
-    if (!fs::is_regular_file(config_path))
-        throw config_error(config_path + ": no such file (not a run directory of `attnlab run`?)");
-    return run_config_from_yaml_file(config_path);
-}
-
-eval_metrics evaluate_run_dir(const std::string& run_dir, attention_form form, state_layout layout) {
-    const run_config cfg = read_run_dir_config(run_dir);
-    return evaluate_run_dir(run_dir, cfg, cfg, form, layout);
-}
-
-eval_metrics evaluate_run_dir(const std::string& run_dir, const run_config& trained, const run_config& test,
-                              attention_form form, state_layout layout) {
-    namespace fs = std::filesystem;
-    const std::string ckpt = run_dir + "/" + checkpoint_filename;
-    if (!fs::is_regular_file(ckpt)) {
-        // Say why when result.yaml knows: diverged runs have no checkpoint.
-        std::string why = "the run has not finished";
-        try {
-            if (auto r = read_run_result(run_dir + "/result.yaml"))
-                why = r->status == run_status::diverged
-                          ? "the run diverged, so nothing was saved"
-                          : "saved by an attnlab without checkpoints, or its parameters were not finite";
-        } catch (const io_error&) {
-            // a malformed result.yaml: the generic reason stands
-        }
-        throw io_error(ckpt + ": no such checkpoint file (" + why + ")");
-    }
-
-    // As train_run builds, sizes and scores the model. A learned position
-    // table has the trained length; RoPE tables are made for the test's.
-    auto data = make_task(test.task, static_cast<std::uint64_t>(test.seed));
-    const int trained_T = max_seq_len(trained.task), test_T = max_seq_len(test.task);
-    if (trained.model.position == position_kind::learned && test_T > trained_T)
-        throw config_error("the test inputs of " + std::to_string(test_T) +
-                           " tokens are longer than the learned positions of the run (" + std::to_string(trained_T) +
-                           " tokens, model.position: learned)");
-    const int max_T = trained.model.position == position_kind::learned ? trained_T : std::max(trained_T, test_T);
-    transformer<float> model(trained.model, trained.attention, data->vocab_size(), max_T);
-    checkpoint_load(ckpt, model);
-    model.set_attention_form(form, layout);
-    model.reserve(std::max(trained.train.batch, 1), std::max(data->train_seq_len(), data->test_seq_len()));
-    return evaluate(model, data->test_set(), trained.train.batch);
 }
 
 }  // namespace attnlab

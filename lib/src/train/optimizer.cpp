@@ -23,9 +23,15 @@ constexpr long parallel_threshold = 1L << 15;
 constexpr long norm_chunk = 1L << 12;
 }  // namespace
 
+std::size_t clip_grad_norm_partials(std::size_t n) {
+    const auto chunk = static_cast<std::size_t>(norm_chunk);
+    return (n + chunk - 1) / chunk;
+}
+
 template <class T>
 double clip_grad_norm(std::vector<T>& grads, double max_norm) {
-    const long n = static_cast<long>(grads.size()), chunks = (n + norm_chunk - 1) / norm_chunk;
+    const long n = static_cast<long>(grads.size());
+    const long chunks = static_cast<long>(clip_grad_norm_partials(grads.size()));
     std::vector<double> partial(chunks, 0.0);
 #pragma omp parallel for schedule(static) if (n > parallel_threshold)
     for (long c = 0; c < chunks; ++c) {

@@ -6,6 +6,7 @@
 #include <omp.h>
 #include <stdexcept>
 
+#include "attnlab/model/make_model.hpp"
 #include "attnlab/train/optimizer.hpp"
 
 namespace attnlab {
@@ -92,12 +93,11 @@ eval_metrics evaluate(transformer<float>& model, const batch& data, int chunk_B)
 run_result train_run(const run_config& cfg, const train_callbacks& cb, const train_state* resume) {
     const auto t0 = clock_type::now();
     auto data = make_task(cfg.task, static_cast<std::uint64_t>(cfg.seed));
-    transformer<float> model(cfg.model, cfg.attention, data->vocab_size(), max_seq_len(cfg.task));
+    transformer<float> model = make_model<float>(cfg);
     model.init_params(static_cast<std::uint64_t>(cfg.seed));
     adamw<float> opt(model.layout(), cfg.train.weight_decay);
     const train_config& tc = cfg.train;
     const batch& test = data->test_set();
-    model.reserve(std::max(tc.batch, 1), std::max(data->train_seq_len(), data->test_seq_len()));
 
     run_result res;
     metrics_accumulator window;  // train metrics since the last row

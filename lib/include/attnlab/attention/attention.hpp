@@ -11,6 +11,7 @@
 // pairs; forward_heads()/backward_heads() do a range of pairs on the calling
 // thread (the model's data-parallel shards call these).
 #pragma once
+#include <cstddef>
 #include <memory>
 #include <vector>
 
@@ -38,6 +39,18 @@ struct attention_grads {         // all accumulated (+=)
     T* ddenom_params = nullptr;  // (param_count)
 };
 
+// Elements of an attention_cache for B sequences of up to T_cap: the one
+// formula that attention_layer::init_cache allocates and the model's buffer
+// plan (model/buffer_plan.hpp) counts.
+struct attention_cache_size {
+    std::size_t wsum = 0;      // (B, NH, T_cap)
+    std::size_t numer = 0;     // (B, NH, T_cap, HS)
+    std::size_t features = 0;  // phi_q and phi_k each: (B, NH, T_cap, HS) for feature maps, else 0
+    std::size_t dparams = 0;   // (B, NH, P) with P the denominator's out_norm parameters
+    std::size_t pairs = 0;     // nonpositive_wsum (longs) and min_abs_wsum: (B * NH) each
+};
+attention_cache_size attention_cache_size_of(const attention_config& cfg, int B, int T_cap, int NH, int HS);
+
 // What the backward pass needs, per (b, h): sized for at most (B, T_cap).
 template <class T>
 struct attention_cache {
@@ -49,12 +62,22 @@ struct attention_cache {
     // Of the divisor z_t (+ eps for elu1/relu) of the softmax denominator, last forward:
     std::vector<long> nonpositive_wsum;  // (B * NH) rows where it was <= 0
     std::vector<T> min_abs_wsum;         // (B * NH) its smallest magnitude (inf without softmax)
-    void resize(int B, int T_cap, int NH, int HS, int denom_params);
+    void resize(int B, int T_cap, int NH, int HS, const attention_cache_size& n);
     // Rows of the last forward whose softmax sum was <= 0 (signed kernels can do this).
     long nonpositive_rows() const;
     // Smallest |z_t| of the last forward: near 0 the output and its gradient blow up.
     T min_abs_denominator() const;
 };
+
+// Elements of one thread's attention_scratch for sequences of up to T_cap
+// (allocated by attention_scratch::resize, counted by the buffer plan).
+struct attention_scratch_size {
+    std::size_t block = 0;  // S, W, dW each: (block_rows, T_cap)
+    std::size_t head = 0;   // Vg, dU, dVg, dFq, dFk each: (T_cap, HS), whatever the variant
+    std::size_t dz = 0;     // (T_cap)
+    std::size_t row = 0;    // (HS)
+};
+attention_scratch_size attention_scratch_size_of(int T_cap, int HS);
 
 // One thread's working memory for attention over sequences of up to T_cap:
 // a row block of scores and weights, and per-head (T, HS) gradients.
@@ -104,11 +127,13 @@ private:
     void weight_block(attention_scratch<T>& scratch, const T* Q, const T* K, const T* Fq, const T* Fk, int t0,
                       int t1) const;
 
+    attention_config cfg_;  // sizes its cache (attention_cache_size_of)
     int NH_, HS_;
     T scale_;
     bool clamp_on_;
     T clamp_;
     bool in_gate_, out_gate_;
+    bool needs_weight_sum_;                    // the denominator divides by z_t (the table's uses_weight_sum)
     std::unique_ptr<score_kernel<T>> kernel_;  // exactly one of kernel_, features_
     std::unique_ptr<feature_map<T>> features_;
     std::unique_ptr<denominator<T>> denom_;

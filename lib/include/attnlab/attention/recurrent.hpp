@@ -1,12 +1,14 @@
-// Recurrent (RNN) form of causal attention, SPEC §2 "Recurrent form".
-// Every variant with a finite state runs one position at a time:
+// Recurrent (RNN) form of causal attention. Every variant with a finite
+// state (the variant table's finite_state, unclamped) runs one position at a
+// time:
 //   S += phi(k_t) (g_in_t v_t)^T,  z += phi(k_t)        S (F, HS), z (F)
 //   u_t = phi(q_t)^T S,  z_t = phi(q_t) . z,  o_t = g_out_t * D(u_t, z_t, t+1)
 // with phi the concatenation of the feature expansions of the numerator:
-//   taylor n   phi_m(x) = (x / d^(1/4))^(x)m / sqrt(m!) for m = 0..n,
-//              so phi_m(q).phi_m(k) = s^m / m!, s = q.k / sqrt(d)
-//   linear     phi_1 alone (no constant term)
-//   elu1, relu, cosine   their feature map phi(x) (the m = 1 case, unscaled)
+//   score kernels  the Taylor terms m = first..last of the table's row
+//                  (taylor n: m = 0..n; linear: m = 1), each
+//                  phi_m(x) = (x / d^(1/4))^(x)m / sqrt(m!),
+//                  so phi_m(q).phi_m(k) = s^m / m!, s = q.k / sqrt(d)
+//   feature maps   (elu1, relu, cosine) their phi(x) (the m = 1 case, unscaled)
 // The tensor power is stored either in full (d^m entries per order) or
 // symmetrically, one entry per multi-index alpha with |alpha| = m
 // (C(d+m-1, m) entries): phi_m(x)_alpha = x^alpha sqrt(1/alpha!) / d^(m/4).

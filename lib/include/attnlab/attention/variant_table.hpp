@@ -6,6 +6,15 @@
 // a new row here and its kernel in variants.cpp; a missing row fails the
 // table's static_assert, a missing kernel the factory's -Wswitch.
 //
+// Adding a numerator (a denominator likewise):
+//   1. its enum value, at the end, and numerator_count (below);
+//   2. its row in variant_table.cpp (name, family, order, state, sign, terms);
+//   3. its kernel class in variants.cpp and its case in both factories;
+//   4. its maths in reference/model.py (the independent PyTorch reference)
+//      and in docs/spec-reference.md.
+// The tests' variant lists, the recurrent form, the parameter layout and the
+// PyTorch cross-check's cases all come from the rows: nothing else to edit.
+//
 // This header depends on nothing else in attnlab: the run configuration
 // (config/run_config.hpp, the lowest layer) includes it for the two enums.
 #pragma once
@@ -15,10 +24,10 @@
 
 namespace attnlab {
 
-enum class numerator_kind { exp, taylor, linear, elu1, relu, cosine };
+enum class numerator_kind { exp, taylor, linear, elu1, relu, cosine, power };
 enum class denominator_kind { softmax, norm, rmsnorm, layernorm, gate, length, none };
 
-inline constexpr int numerator_count = 6;
+inline constexpr int numerator_count = 7;
 inline constexpr int denominator_count = 7;
 
 // How the numerator's weight w_tj is made.

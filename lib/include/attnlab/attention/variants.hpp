@@ -1,10 +1,14 @@
-// The pieces an attention variant is made of (SPEC §2). A variant is one
+// The pieces an attention variant is made of (docs/spec-reference.md,
+// `attention`; the table of variants: variant_table.hpp). A variant is one
 // numerator and one denominator:
 //   score kernels  w_tj = f(s_tj), s_tj = q_t.k_j / sqrt(HS) (optionally clamped)
 //   feature maps   w_tj = phi(q_t) . phi(k_j)
 //   denominators   o_t = D(u_t, z_t, t), u_t = sum_j w_tj g_j v_j, z_t = sum_j w_tj
 // Each piece is one small class with its derivative. Adding a variant means
-// one class here, one case in its factory, and its gradient-check case.
+// a row in the variant table (variant_table.hpp: name and traits) and one
+// class in variants.cpp with its case in the factories; the tests iterate
+// the table's rows, so the new variant is gradient-checked (and, with a
+// finite state, checked against the recurrent form) without another list.
 // The gates (in_gate, out_gate, and the `gate` denominator, which is `length`
 // times an output gate) are applied by the attention layer around these.
 #pragma once
@@ -37,12 +41,12 @@ public:
 
 // Turns the numerator row u_t (HS) into the head output o_t (HS). `count` is
 // the number of attended positions t (1-based); `params` the learnable
-// out_norm gain then bias (param_count() values, shared by heads).
+// out_norm gain then bias (param_count() values, shared by heads). Whether
+// z_t is needed at all is the table's uses_weight_sum.
 template <class T>
 class denominator {
 public:
     virtual ~denominator() = default;
-    virtual bool uses_weight_sum() const { return false; }  // needs z_t
     // What the denominator adds to z_t before dividing (softmax's eps for the
     // non-negative feature maps): z_t + offset <= 0 is a sum that crossed zero.
     virtual T weight_sum_offset() const { return T(0); }
@@ -56,10 +60,11 @@ public:
                            int HS) const = 0;
 };
 
-bool is_score_kernel(numerator_kind n);           // exp, taylor, linear
-bool uses_out_gate(const attention_config& cfg);  // out_gate, or denominator gate
-// With these denominators the output does not change when u and z are scaled,
-// so exp subtracts the row max first (SPEC §2).
+// Thin reads of the variant table (variant_table.hpp).
+bool is_score_kernel(numerator_kind n);           // the score_kernel family
+bool uses_out_gate(const attention_config& cfg);  // out_gate, or a denominator with its own output gate
+// The output does not change when u and z are scaled, so exp subtracts the
+// row max first (docs/spec-reference.md, `attention`).
 bool is_scale_invariant(denominator_kind d);
 
 // Factories (the score kernel is null for feature maps and vice versa).

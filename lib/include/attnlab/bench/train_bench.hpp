@@ -45,11 +45,13 @@ flop_count training_flops(const run_config& cfg, int vocab, int B, int Tn, int a
 
 // What one training step needs to keep, in bytes of float32: parameters,
 // their gradients, AdamW's two moments, and the activations the backward
-// reads (per layer: the block input, both norms' outputs, q, k, v, u (and z,
-// gates, features), the head outputs, the attention input of o, the MLP's
-// pre-activations and activation; the answer rows' final norm and
-// probabilities). Scratch that a backward can reuse across layers is not
-// counted: the measured peak over this is the implementation's overhead.
+// reads: the model's buffer plan (model/buffer_plan.hpp) for this batch and
+// `answers` answer rows, its buffers marked kept_for_backward (per layer: the
+// block input, both norms' outputs, q, k, v, u (and z, gates, features), the
+// head outputs, the attention input of o, the MLP's pre-activations and
+// activation; the answer rows' final norm and probabilities). Scratch that a
+// backward can reuse across layers is not counted: the measured peak over
+// this is the implementation's overhead.
 struct memory_need {
     std::size_t params = 0, grads = 0, optimizer = 0, activations = 0;
     std::size_t total() const { return params + grads + optimizer + activations; }

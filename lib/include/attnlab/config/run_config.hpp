@@ -7,10 +7,10 @@
 #include <string>
 
 #include "attnlab/attention/variant_table.hpp"  // numerator_kind, denominator_kind (a leaf header)
+#include "attnlab/tasks/task_table.hpp"  // task_kind, the task sizes model_vocab_size .. max_seq_len (a leaf header)
 
 namespace attnlab {
 
-enum class task_kind { copy, lookup, selective_copy, induction };
 enum class position_kind { rope, learned, none };
 enum class mlp_kind { swiglu, gelu, none };
 enum class schedule_kind { cosine, constant };
@@ -82,19 +82,13 @@ struct run_config {
     train_config train;
 };
 
-// Names of enum values as they are written in YAML.
-const char* to_string(task_kind v);
+// Names of enum values as they are written in YAML (task_kind's: task_table.hpp).
 const char* to_string(position_kind v);
 const char* to_string(mlp_kind v);
 const char* to_string(schedule_kind v);
 
-// Derived sizes every module agrees on.
-int model_vocab_size(const task_config& t);  // copy: vocab + 2 (pad 0, SEP vocab+1); others: vocab
-// Input length T of training batches: copy 2 max_len, lookup seq_len,
-// selective_copy noise_len + 2 n_tokens, induction seq_len + 1.
-int train_seq_len(const task_config& t);
-int test_seq_len(const task_config& t);  // input length T of the test set (copy: 2 test_max_len)
-int max_seq_len(const task_config& t);   // longest input (sizes the learned position table)
+// The task sizes (model_vocab_size, train_seq_len, test_seq_len, max_seq_len)
+// are declared in tasks/task_table.hpp, included above.
 int resolved_mlp_hidden(const model_config& m);
 
 }  // namespace attnlab

@@ -4,8 +4,8 @@
 //              x += MLP(RMSNorm(x))
 //   logits = head(RMSNorm(x)) at answer positions only (the loss ignores the rest).
 // Parameters and their gradients are flat buffers (param_layout); activations
-// are sized once by reserve(B, T) and reused, so a training step allocates
-// nothing in the layers.
+// are sized once by reserve(B, T), from the buffer plan (buffer_plan.hpp),
+// and reused, so a training step allocates nothing in the layers.
 // Parallelism: data parallel. forward() and backward() each open ONE OpenMP
 // region in which thread s runs the whole model on its shard of the batch
 // (whole sequences, rows [b0 T, b1 T)) with serial kernels; the backward
@@ -20,9 +20,10 @@
 
 #include "attnlab/attention/attention.hpp"
 #include "attnlab/attention/recurrent.hpp"
+#include "attnlab/config/run_config.hpp"
+#include "attnlab/model/buffer_plan.hpp"
 #include "attnlab/model/params.hpp"
 #include "attnlab/ops/ops.hpp"
-#include "attnlab/config/run_config.hpp"
 
 namespace attnlab {
 
@@ -56,6 +57,8 @@ public:
 
     // Sizes the activation buffers for batches of up to B x T.
     void reserve(int B, int Tn);
+    // The plan of the last reserve (per-thread copies: one shard).
+    const buffer_plan& buffers() const { return plan_; }
 
     // tokens, targets (B, T); returns the mean cross-entropy over answer
     // positions (targets != no_target), 0 if there are none.
@@ -128,8 +131,9 @@ private:
     std::unique_ptr<recurrent_attention<T>> recurrent_;  // set: forward() runs the recurrent form
     std::unique_ptr<rope_tables<T>> rope_;
 
-    // activations of the last forward (B_, T_)
+    // activations of the last forward (B_, T_), allocated by reserve from plan_
     int B_ = 0, T_ = 0, cap_B_ = 0, cap_T_ = 0;
+    buffer_plan plan_;
     const std::int32_t* tokens_ = nullptr;
     std::vector<std::vector<T>> x_;                     // L+1 residual streams (N, C); x_[l] enters block l
     std::vector<layer_acts> acts_;                      // per layer

@@ -9,6 +9,7 @@
 // a parallel region, the row-wise ops are OpenMP loops over rows when the
 // work is large.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -40,6 +41,8 @@ struct rope_tables {
     std::vector<T> cos, sin;  // (max_T, HS/2)
     rope_tables(int max_T, int HS);
 };
+// Elements of each of rope_tables' cos and sin: max_T * (HS / 2).
+std::size_t rope_table_elements(int max_T, int HS);
 // out (N, C) = rope(inp) per head (out may be inp)
 template <class T>
 void rope_forward(T* out, const T* inp, const rope_tables<T>& tab, int B, int Tn, int NH, int HS);

@@ -51,7 +51,7 @@
 // workers finish: summary rows are in spec order.
 //
 // Memory. Before anything runs or is written, each run to train is sized
-// with estimate_training_memory (model/memory_estimate.hpp) at its thread
+// with estimate_training_memory (train/memory_estimate.hpp) at its thread
 // count; the `jobs` largest of them, which may run at once, must fit in the
 // limit (max_memory, or what the machine has available: resources.hpp), or
 // the sweep is refused with a config_error naming the run, its estimate and

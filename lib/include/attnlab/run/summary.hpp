@@ -1,6 +1,6 @@
-// Per-run result files and the sweep's summary.csv and table.md (SPEC §6).
+// The sweep's summary.csv and table.md, built from its runs' results
+// (result.yaml, read by run_dir.hpp).
 #pragma once
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -8,11 +8,6 @@
 #include "attnlab/train/trainer.hpp"
 
 namespace attnlab {
-
-// result.yaml of a finished run (written atomically when the run ends).
-std::string run_result_to_yaml(const run_result& r);
-// Reads a result.yaml; nullopt when absent. Throws io_error when malformed.
-std::optional<run_result> read_run_result(const std::string& path);
 
 // A finished run, as it appears in the summary.
 struct summary_entry {

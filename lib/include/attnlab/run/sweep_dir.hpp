@@ -11,14 +11,13 @@
 //
 // A run is done when its result.yaml exists beside a config.yaml equal to the
 // one the spec gives it; result.yaml is written last, atomically, so no
-// half-written run is ever taken as done (see runner.hpp).
+// half-written run is ever taken as done (see runner.hpp). One run's
+// directory, its "done" test and its lock are in run_dir.hpp.
 #pragma once
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "attnlab/spec/spec.hpp"
-#include "attnlab/train/trainer.hpp"
 
 namespace attnlab {
 
@@ -31,38 +30,6 @@ void write_spec_as_run(const std::string& dir, const experiment_spec& spec);
 // words of spec.yaml's first line). Throws config_error when <dir>/spec.yaml
 // is missing or no longer a valid spec, io_error when overrides.yaml is malformed.
 experiment_spec load_spec_as_run(const std::string& dir);
-
-// The result of a done run: <run_dir>/result.yaml beside a config.yaml whose
-// text is `config_yaml`, with a status other than interrupted. nullopt
-// otherwise; a malformed result.yaml counts as not done (with a warning).
-std::optional<run_result> finished_run_result(const std::string& run_dir, const std::string& config_yaml);
-
-// Why a run is not done, for messages: "not started", "in progress or
-// killed (no result.yaml)", "stopped mid-way: resume.state saved ...",
-// "config.yaml differs from the spec", ...
-std::string unfinished_reason(const std::string& run_dir, const std::string& config_yaml);
-
-// Exclusive right to write one run directory, between processes: flock(2) on
-// <run_dir>/.lock, taken without waiting and released by the destructor or
-// when the process dies (SIGKILL included), so a killed run never leaves a
-// stale lock. Shards own disjoint runs by construction; the lock guards
-// against overlapping invocations (the same spec run twice at once, shards
-// of different N). flock works between processes of one machine and, on
-// Linux, over NFSv4; on filesystems without it (Lustre without -o flock)
-// only the sharding keeps runs apart.
-class run_lock {
-public:
-    explicit run_lock(const std::string& run_dir);  // creates <run_dir>/.lock if needed
-    ~run_lock();
-    run_lock(const run_lock&) = delete;
-    run_lock& operator=(const run_lock&) = delete;
-    bool owned() const { return fd_ >= 0; }  // false: another process holds it
-
-private:
-    int fd_ = -1;
-};
-// True when another process holds the run's lock (it is training the run).
-bool run_locked_elsewhere(const std::string& run_dir);
 
 // `attnlab summarize DIR`: rebuilds DIR/summary.csv and DIR/table.md from
 // DIR/spec.yaml (load_spec_as_run) and every done run's result.yaml, rows in

@@ -17,6 +17,7 @@
 
 #include "attnlab/config/run_config.hpp"
 #include "attnlab/tasks/task.hpp"
+#include "attnlab/tasks/task_table.hpp"  // sizes and require_task_rules
 #include "attnlab/util/rng.hpp"
 
 namespace attnlab {

@@ -1,7 +1,7 @@
-// Checkpoints of a run (SPEC §3 "Checkpoints", §6): the trained parameters in
-// runs/<run_id>/model.safetensors, beside the config.yaml that rebuilds the
-// model, so that a run can be evaluated again (attnlab eval) or loaded by
-// other tools (PyTorch names and shapes, float32).
+// Checkpoints of a run: the trained parameters in runs/<run_id>/model.safetensors,
+// beside the config.yaml that rebuilds the model, so that a run can be
+// evaluated again (attnlab eval, run/run_dir.hpp) or loaded by other tools
+// (PyTorch names and shapes, float32).
 //
 // Resume states (runs/<run_id>/resume.state): a run stopped by SIGINT or
 // SIGTERM (or saved periodically) leaves its train_state there, written
@@ -45,26 +45,5 @@ std::optional<train_state> train_state_load(const std::string& path, const std::
 
 // True when every parameter is finite (a checkpoint worth writing).
 bool params_finite(const transformer<float>& model);
-
-// Scores the test set of a finished run: reads <run_dir>/config.yaml,
-// regenerates the test set from the run's seed, loads <run_dir>/model.safetensors
-// and evaluates in chunks of train.batch examples, as the trainer does, so the
-// metrics equal the last `test` row of the run's metrics.csv exactly (same
-// build and thread count). With the recurrent form, attention runs step by
-// step with a fixed-size state in `layout` (SPEC §2). Throws config_error for
-// a missing directory or a bad config.yaml, io_error for a missing or bad
-// checkpoint.
-eval_metrics evaluate_run_dir(const std::string& run_dir, attention_form form = attention_form::parallel,
-                              state_layout layout = state_layout::symmetric);
-
-// <run_dir>/config.yaml, read as evaluate_run_dir does (config_error for a
-// missing directory or a bad file).
-run_config read_run_dir_config(const std::string& run_dir);
-// evaluate_run_dir for a run trained with `trained` (its config.yaml), on the
-// test set of `test`: the same run with other test-time keys (attnlab eval
-// --set task.test_max_len=...: length generalisation). Throws config_error
-// when the test inputs are longer than a learned position table.
-eval_metrics evaluate_run_dir(const std::string& run_dir, const run_config& trained, const run_config& test,
-                              attention_form form, state_layout layout);
 
 }  // namespace attnlab

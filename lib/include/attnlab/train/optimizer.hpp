@@ -1,5 +1,6 @@
 // AdamW, the learning-rate schedule and gradient clipping of SPEC §3.
 #pragma once
+#include <cstddef>
 #include <utility>
 #include <vector>
 
@@ -16,6 +17,9 @@ double learning_rate(const train_config& cfg, int step);
 // Returns the norm before clipping (non-finite if any gradient is).
 template <class T>
 double clip_grad_norm(std::vector<T>& grads, double max_norm);
+// The partial sums clip_grad_norm allocates for n gradients (doubles): one
+// per fixed chunk, so that the norm does not depend on the thread count.
+std::size_t clip_grad_norm_partials(std::size_t n);
 
 // AdamW (Loshchilov & Hutter): betas (0.9, 0.95), eps 1e-8, decoupled
 // weight decay on the tensors whose layout entry has decay = true.

@@ -1,0 +1,135 @@
+// Every buffer of transformer<T> besides its parameters and gradients, sized
+// by one function (llm.c style): transformer::reserve allocates from the
+// plan, the training memory estimate (train/memory_estimate.hpp) and
+// `bench train` (bench/train_bench.hpp) sum it. A new buffer is a new
+// model_buffer value and its case in plan_entry (buffer_plan.cpp; -Wswitch
+// refuses a value without one); the attention caches and scratch are sized by
+// the attention module's own attention_cache_size_of / attention_scratch_size_of,
+// the RoPE tables by rope_table_elements.
+//
+// Sizes: N = B T rows of the reserved batch, A answer rows the head holds
+// (every row: the model reserves for N), C = d_model, NH heads of HS,
+// F = MLP hidden size, V = vocabulary, L = layers, P = parameters.
+#pragma once
+#include <array>
+#include <cstddef>
+
+#include "attnlab/config/run_config.hpp"
+#include "attnlab/util/saturating_size.hpp"
+
+namespace attnlab {
+
+// Where a buffer's bytes are reported (memory_estimate's terms).
+enum class buffer_group {
+    activations,  // the forward's outputs, kept for the backward, and the head's
+    attention,    // every layer's attention_cache
+    backward,     // the backward's scratch, shared by the layers
+    tables,       // RoPE cos and sin
+    per_thread,   // one copy per data-parallel shard
+};
+
+enum class model_buffer {
+    // activations (transformer::reserve)
+    residual,  // x_: (N, C), L + 1 streams
+    attn_norm,
+    attn_rstd,  // per layer: ln1 (N, C), rstd1 (N)
+    q,
+    k,
+    v,  // (N, C), q and k after rope
+    in_gate,
+    out_gate,   // g_in, g_out (N, NH) when used
+    heads_out,  // att (N, C): the heads' outputs, before o
+    mid,        // (N, C): x after the attention residual
+    mlp_norm,
+    mlp_rstd,  // ln2 (N, C), rstd2 (N) with an MLP
+    mlp_gate,
+    mlp_up,
+    mlp_act,  // fc_gate (swiglu), fc_up, act (N, F)
+    final_norm,
+    final_rstd,   // lnf_ (N, C), rstdf_ (N)
+    answer_norm,  // lnf_ans_ (A, C)
+    logits,
+    probs,          // (A, V)
+    answer_losses,  // losses_ (A)
+    answer_rows,
+    answer_targets,
+    answer_predictions,  // ans_rows_, ans_tgt_, ans_pred_ (A) integers
+    // attention caches, per layer (attention_cache_size_of)
+    cache_wsum,
+    cache_numer,
+    cache_phi_q,
+    cache_phi_k,
+    cache_dparams,
+    cache_nonpositive,
+    cache_min_abs,
+    // backward scratch
+    d_residual,
+    d_norm,
+    d_q,
+    d_k,
+    d_v,
+    d_heads_out,  // dres_, dln_, dq_, dk_, dv_, datt_ (N, C)
+    d_q_raw,
+    d_k_raw,  // (N, C) with RoPE
+    d_mlp_gate,
+    d_mlp_up,
+    d_mlp_act,  // dfc_gate_, dfc_up_, dact_ (N, F)
+    d_in_gate,
+    d_out_gate,
+    d_gate_pre,  // dg_in_, dg_out_, dgate_pre_ (N, NH)
+    d_answer_norm,
+    d_logits,  // dlnf_ans_ (A, C), dlogits_ (A, V)
+    // tables
+    rope_cos,
+    rope_sin,  // (max_T, HS / 2) with RoPE
+    // per data-parallel shard (attention_scratch_size_of), and threads 1..'s own gradients
+    scratch_S,
+    scratch_W,
+    scratch_dW,  // (block_rows, T)
+    scratch_Vg,
+    scratch_dU,
+    scratch_dVg,
+    scratch_dFq,
+    scratch_dFk,  // (T, HS)
+    scratch_dz,
+    scratch_row,  // (T), (HS)
+    shard_grads,  // (P), one per shard but the first
+    count
+};
+
+struct buffer_entry {
+    buffer_group group = buffer_group::activations;
+    std::size_t elements = 0;    // of one copy
+    std::size_t copies = 1;      // layers, streams, shards
+    std::size_t elem_bytes = 0;  // sizeof of its scalar
+    // Read by the backward pass: what a training step must keep (`bench
+    // train` counts these; scratch it could reuse is not counted).
+    bool kept_for_backward = false;
+    std::size_t bytes() const { return mul_saturating(mul_saturating(elements, copies), elem_bytes); }  // saturates
+};
+
+// What the buffers are sized for.
+struct buffer_plan_input {
+    model_config model;
+    attention_config attention;
+    int vocab = 1, max_T = 1;     // the model's (max_T: RoPE tables, learned positions)
+    int B = 1, T = 1;             // the batch reserved for
+    int answers = -1;             // answer rows the head holds; -1: every row (as transformer reserves)
+    int threads = 1;              // data-parallel shards: at most min(threads, B)
+    std::size_t float_bytes = 4;  // sizeof(T) of transformer<T>
+};
+
+struct buffer_plan {
+    std::size_t param_count = 0;  // P, of the model's param_layout
+    int shards = 1;               // copies of the per-thread buffers
+    std::array<buffer_entry, static_cast<std::size_t>(model_buffer::count)> entries{};
+
+    const buffer_entry& operator[](model_buffer b) const { return entries[static_cast<std::size_t>(b)]; }
+    std::size_t elements(model_buffer b) const { return (*this)[b].elements; }
+    std::size_t bytes(buffer_group g) const;  // every entry of the group, all copies
+    std::size_t kept_for_backward_bytes() const;
+};
+
+buffer_plan plan_model_buffers(const buffer_plan_input& in);
+
+}  // namespace attnlab

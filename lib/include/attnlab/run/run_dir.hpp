@@ -1,0 +1,93 @@
+// One run's directory, <out>/<name>/runs/<run_id>/, as `attnlab run` writes
+// it and every later reader (a restart, `attnlab summarize`, `attnlab eval`)
+// reads it:
+//   config.yaml        the run's configuration (run_config_to_yaml)
+//   metrics.csv        a row per evaluation (runner.cpp streams it)
+//   model.safetensors  the trained parameters (train/checkpoint.hpp)
+//   resume.state       a run stopped mid-way (train/checkpoint.hpp)
+//   result.yaml        written last, atomically: it marks the run done
+//   .lock              flock(2) of the process training the run
+// The sweep's directory around it is in sweep_dir.hpp; the order in which a
+// run's files are written, and why, in runner.hpp.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "attnlab/attention/recurrent.hpp"
+#include "attnlab/model/transformer.hpp"
+#include "attnlab/train/trainer.hpp"
+
+namespace attnlab {
+
+inline constexpr const char* result_filename = "result.yaml";
+
+// The text of result.yaml.
+std::string run_result_to_yaml(const run_result& r);
+// run_result_to_yaml written atomically to <run_dir>/result.yaml.
+void write_run_result(const std::string& run_dir, const run_result& r);
+// Reads a result.yaml; nullopt when absent. Throws io_error when malformed.
+std::optional<run_result> read_run_result(const std::string& path);
+
+// The result of a done run: <run_dir>/result.yaml beside a config.yaml whose
+// text is `config_yaml`, with a status other than interrupted. nullopt
+// otherwise; a malformed result.yaml counts as not done (with a warning).
+std::optional<run_result> finished_run_result(const std::string& run_dir, const std::string& config_yaml);
+
+// Why a run is not done, for messages: "not started", "in progress or
+// killed (no result.yaml)", "stopped mid-way: resume.state saved ...",
+// "config.yaml differs from the spec", ...
+std::string unfinished_reason(const std::string& run_dir, const std::string& config_yaml);
+
+// Leftovers of an earlier attempt at a run, removed before it is redone
+// (under its lock): result.yaml first, which must never outlive the rest,
+// then config.yaml, metrics.csv, the checkpoint, the resume state and
+// temporary files.
+void clear_run_dir(const std::string& run_dir);
+// Temporary files of killed writers in a run directory (*.tmp*).
+void remove_run_temporaries(const std::string& run_dir);
+
+// Exclusive right to write one run directory, between processes: flock(2) on
+// <run_dir>/.lock, taken without waiting and released by the destructor or
+// when the process dies (SIGKILL included), so a killed run never leaves a
+// stale lock. Shards own disjoint runs by construction; the lock guards
+// against overlapping invocations (the same spec run twice at once, shards
+// of different N). flock works between processes of one machine and, on
+// Linux, over NFSv4; on filesystems without it (Lustre without -o flock)
+// only the sharding keeps runs apart.
+class run_lock {
+public:
+    explicit run_lock(const std::string& run_dir);  // creates <run_dir>/.lock if needed
+    ~run_lock();
+    run_lock(const run_lock&) = delete;
+    run_lock& operator=(const run_lock&) = delete;
+    bool owned() const { return fd_ >= 0; }  // false: another process holds it
+
+private:
+    int fd_ = -1;
+};
+// True when another process holds the run's lock (it is training the run).
+bool run_locked_elsewhere(const std::string& run_dir);
+
+// Scores the test set of a finished run: reads <run_dir>/config.yaml,
+// regenerates the test set from the run's seed, loads <run_dir>/model.safetensors
+// into the model make_model builds and evaluates in chunks of train.batch
+// examples, as the trainer does, so the metrics equal the last `test` row of
+// the run's metrics.csv exactly (same build and thread count). With the
+// recurrent form, attention runs step by step with a fixed-size state in
+// `layout` (README.md, `attnlab eval`). Throws config_error for
+// a missing directory or a bad config.yaml, io_error for a missing or bad
+// checkpoint.
+eval_metrics evaluate_run_dir(const std::string& run_dir, attention_form form = attention_form::parallel,
+                              state_layout layout = state_layout::symmetric);
+
+// <run_dir>/config.yaml, read as evaluate_run_dir does (config_error for a
+// missing directory or a bad file).
+run_config read_run_dir_config(const std::string& run_dir);
+// evaluate_run_dir for a run trained with `trained` (its config.yaml), on the
+// test set of `test`: the same run with other test-time keys (attnlab eval
+// --set task.test_max_len=...: length generalisation). Throws config_error
+// when a learned position table would need another length.
+eval_metrics evaluate_run_dir(const std::string& run_dir, const run_config& trained, const run_config& test,
+                              attention_form form, state_layout layout);
+
+}  // namespace attnlab

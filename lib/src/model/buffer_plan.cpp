@@ -1,0 +1,164 @@
+// The size of every model buffer (buffer_plan.hpp), one case per buffer.
+#include "attnlab/model/buffer_plan.hpp"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "attnlab/attention/attention.hpp"
+#include "attnlab/attention/variants.hpp"
+#include "attnlab/model/params.hpp"
+#include "attnlab/ops/ops.hpp"
+#include "attnlab/util/saturating_size.hpp"
+
+namespace attnlab {
+
+namespace {
+
+using sz = std::size_t;
+
+// The dimensions every size is made of (buffer_plan.hpp's legend).
+struct dims {
+    sz N, A, C, NH, HS, F, V, L;
+    bool rope, mlp, swiglu, in_gate, out_gate, weight_sum;
+    attention_cache_size cache;      // one layer's
+    attention_scratch_size scratch;  // one shard's
+    sz rope_table, P, shards;
+    sz f;  // bytes of a float of the model
+};
+
+dims dims_of(const buffer_plan_input& in, sz P) {
+    const model_config& m = in.model;
+    dims d{};
+    d.N = static_cast<sz>(in.B) * in.T;
+    d.A = in.answers < 0 ? d.N : static_cast<sz>(in.answers);
+    d.C = static_cast<sz>(m.d_model);
+    d.NH = static_cast<sz>(m.heads);
+    d.HS = d.C / d.NH;
+    d.F = static_cast<sz>(resolved_mlp_hidden(m));
+    d.V = static_cast<sz>(in.vocab);
+    d.L = static_cast<sz>(m.layers);
+    d.rope = m.position == position_kind::rope;
+    d.mlp = m.mlp != mlp_kind::none;
+    d.swiglu = m.mlp == mlp_kind::swiglu;
+    d.in_gate = in.attention.in_gate;
+    d.out_gate = uses_out_gate(in.attention);
+    d.weight_sum = traits_of(in.attention.denominator).uses_weight_sum;
+    const int HS = static_cast<int>(d.HS);
+    d.cache = attention_cache_size_of(in.attention, in.B, in.T, m.heads, HS);
+    d.scratch = attention_scratch_size_of(in.T, HS);
+    d.rope_table = d.rope ? rope_table_elements(in.max_T, HS) : 0;
+    d.P = P;
+    // transformer::plan_shards: at most one shard per thread and per sequence.
+    d.shards = std::min(static_cast<sz>(std::max(in.threads, 1)), static_cast<sz>(std::max(in.B, 1)));
+    d.f = in.float_bytes;
+    return d;
+}
+
+// A float buffer of `elements` per copy.
+buffer_entry floats(buffer_group g, sz elements, sz copies, bool kept, sz f) { return {g, elements, copies, f, kept}; }
+
+buffer_entry plan_entry(model_buffer b, const dims& d) {
+    using bg = buffer_group;
+    using mb = model_buffer;
+    // Products saturate (util/saturating_size.hpp): a huge config never wraps to a small plan.
+    const sz NC = mul_saturating(d.N, d.C), NF = mul_saturating(d.N, d.F), NG = mul_saturating(d.N, d.NH), f = d.f,
+             L = d.L;
+    const sz AC = mul_saturating(d.A, d.C), AV = mul_saturating(d.A, d.V);
+    auto act = [&](sz n, sz copies, bool kept) { return floats(bg::activations, n, copies, kept, f); };
+    auto cache = [&](sz n, bool kept) { return floats(bg::attention, n, L, kept, f); };
+    auto bwd = [&](sz n) { return floats(bg::backward, n, 1, false, f); };
+    auto shard = [&](sz n) { return floats(bg::per_thread, n, d.shards, false, f); };
+    switch (b) {
+        case mb::residual: return act(NC, L + 1, true);  // each block's input, and the final norm's
+        case mb::attn_norm: return act(NC, L, true);
+        case mb::attn_rstd: return act(d.N, L, true);
+        case mb::q:
+        case mb::k:
+        case mb::v: return act(NC, L, true);
+        case mb::in_gate: return act(d.in_gate ? NG : 0, L, true);
+        case mb::out_gate: return act(d.out_gate ? NG : 0, L, true);
+        case mb::heads_out: return act(NC, L, true);
+        case mb::mid: return act(NC, L, d.mlp);  // read by the MLP norm's backward only
+        case mb::mlp_norm: return act(d.mlp ? NC : 0, L, true);
+        case mb::mlp_rstd: return act(d.mlp ? d.N : 0, L, true);
+        case mb::mlp_gate: return act(d.swiglu ? NF : 0, L, true);
+        case mb::mlp_up:
+        case mb::mlp_act: return act(d.mlp ? NF : 0, L, true);
+        case mb::final_norm: return act(NC, 1, false);  // the head reads the answer rows' copy
+        case mb::final_rstd: return act(d.N, 1, true);
+        case mb::answer_norm: return act(AC, 1, true);
+        case mb::logits: return act(AV, 1, false);
+        case mb::probs: return act(AV, 1, true);
+        case mb::answer_losses: return act(d.A, 1, false);
+        case mb::answer_rows: return {bg::activations, d.A, 1, sizeof(int), false};
+        case mb::answer_targets:
+        case mb::answer_predictions: return {bg::activations, d.A, 1, sizeof(std::int32_t), false};
+        case mb::cache_wsum: return cache(d.cache.wsum, d.weight_sum);  // read only when the denominator divides by z
+        case mb::cache_numer: return cache(d.cache.numer, true);
+        case mb::cache_phi_q:
+        case mb::cache_phi_k: return cache(d.cache.features, true);
+        case mb::cache_dparams: return cache(d.cache.dparams, false);
+        case mb::cache_nonpositive: return {bg::attention, d.cache.pairs, L, sizeof(long), false};
+        case mb::cache_min_abs: return cache(d.cache.pairs, false);
+        // The backward scratch is allocated whatever the model (transformer::reserve).
+        case mb::d_residual:
+        case mb::d_norm:
+        case mb::d_q:
+        case mb::d_k:
+        case mb::d_v:
+        case mb::d_heads_out: return bwd(NC);
+        case mb::d_q_raw:
+        case mb::d_k_raw: return bwd(d.rope ? NC : 0);
+        case mb::d_mlp_gate:
+        case mb::d_mlp_up:
+        case mb::d_mlp_act: return bwd(NF);
+        case mb::d_in_gate:
+        case mb::d_out_gate:
+        case mb::d_gate_pre: return bwd(NG);
+        case mb::d_answer_norm: return bwd(AC);
+        case mb::d_logits: return bwd(AV);
+        case mb::rope_cos:
+        case mb::rope_sin: return floats(bg::tables, d.rope_table, 1, false, f);
+        case mb::scratch_S:
+        case mb::scratch_W:
+        case mb::scratch_dW: return shard(d.scratch.block);
+        case mb::scratch_Vg:
+        case mb::scratch_dU:
+        case mb::scratch_dVg:
+        case mb::scratch_dFq:
+        case mb::scratch_dFk: return shard(d.scratch.head);
+        case mb::scratch_dz: return shard(d.scratch.dz);
+        case mb::scratch_row: return shard(d.scratch.row);
+        case mb::shard_grads: return floats(bg::per_thread, d.P, d.shards - 1, false, f);
+        case mb::count: break;
+    }
+    return {};
+}
+
+}  // namespace
+
+std::size_t buffer_plan::bytes(buffer_group g) const {
+    std::size_t n = 0;
+    for (const auto& e : entries)
+        if (e.group == g) n = add_saturating(n, e.bytes());
+    return n;
+}
+
+std::size_t buffer_plan::kept_for_backward_bytes() const {
+    std::size_t n = 0;
+    for (const auto& e : entries)
+        if (e.kept_for_backward) n = add_saturating(n, e.bytes());
+    return n;
+}
+
+buffer_plan plan_model_buffers(const buffer_plan_input& in) {
+    buffer_plan plan;
+    model_offsets off;
+    plan.param_count = build_param_layout(in.model, in.attention, in.vocab, in.max_T, off).total();
+    const dims d = dims_of(in, plan.param_count);
+    plan.shards = static_cast<int>(d.shards);
+    for (std::size_t i = 0; i < plan.entries.size(); ++i) plan.entries[i] = plan_entry(static_cast<model_buffer>(i), d);
+    return plan;
+}
+
+}  // namespace attnlab

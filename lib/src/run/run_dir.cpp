@@ -1,0 +1,215 @@
+// A run's directory: result.yaml, the "done" test, leftovers, the run lock
+// and re-scoring a finished run (run_dir.hpp).
+#include "attnlab/run/run_dir.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/file.h>
+#include <unistd.h>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+#include <yaml-cpp/yaml.h>
+
+#include "attnlab/io/csv.hpp"
+#include "attnlab/io/files.hpp"
+#include "attnlab/model/make_model.hpp"
+#include "attnlab/spec/spec.hpp"
+#include "attnlab/tasks/task.hpp"
+#include "attnlab/train/checkpoint.hpp"
+#include "attnlab/util/error.hpp"
+
+namespace attnlab {
+
+namespace fs = std::filesystem;
+
+std::string run_result_to_yaml(const run_result& r) {
+    std::ostringstream s;
+    auto metrics = [&](const char* name, const eval_metrics& m) {
+        s << name << ": {loss: " << format_number(m.loss) << ", token_acc: " << format_number(m.token_acc)
+          << ", seq_acc: " << format_number(m.seq_acc) << "}\n";
+    };
+    s << "status: " << to_string(r.status) << "\n";
+    s << "reason: \"" << r.reason << "\"\n";
+    s << "steps: " << r.steps << "\n";
+    metrics("final_test", r.final_test);
+    metrics("best_test", r.best_test);
+    s << "best_step: " << r.best_step << "\n";
+    s << "wall_s: " << format_number(r.wall_s) << "\n";
+    s << "params: " << r.params << "\n";
+    s << "nonpositive_denominator_steps: " << r.nonpositive_denominator_steps << "\n";
+    s << "first_nonpositive_step: " << r.first_nonpositive_step << "\n";
+    return s.str();
+}
+
+void write_run_result(const std::string& run_dir, const run_result& r) {
+    write_file_atomic(run_dir + "/" + result_filename, run_result_to_yaml(r));
+}
+
+namespace {
+run_status parse_status(const std::string& s, const std::string& path) {
+    if (s == "ok") return run_status::ok;
+    if (s == "diverged") return run_status::diverged;
+    if (s == "interrupted") return run_status::interrupted;
+    throw io_error(path + ": unknown status '" + s + "'");
+}
+eval_metrics parse_metrics(const YAML::Node& n) {
+    return {n["loss"].as<double>(), n["token_acc"].as<double>(), n["seq_acc"].as<double>()};
+}
+}  // namespace
+
+std::optional<run_result> read_run_result(const std::string& path) {
+    std::ifstream probe(path);
+    if (!probe) return std::nullopt;
+    try {
+        const YAML::Node n = YAML::LoadFile(path);
+        run_result r;
+        r.status = parse_status(n["status"].as<std::string>(), path);
+        r.reason = n["reason"].as<std::string>();
+        r.steps = n["steps"].as<int>();
+        r.final_test = parse_metrics(n["final_test"]);
+        r.best_test = parse_metrics(n["best_test"]);
+        r.best_step = n["best_step"].as<int>();
+        r.wall_s = n["wall_s"].as<double>();
+        r.params = n["params"].as<std::size_t>();
+        r.nonpositive_denominator_steps = n["nonpositive_denominator_steps"].as<long>();
+        r.first_nonpositive_step = n["first_nonpositive_step"].as<int>();
+        return r;
+    } catch (const YAML::Exception& e) {
+        throw io_error(path + ": malformed run result (" + e.what() + ")");
+    }
+}
+
+std::optional<run_result> finished_run_result(const std::string& run_dir, const std::string& config_yaml) {
+    const std::string cfg_path = run_dir + "/config.yaml";
+    std::error_code ec;
+    if (!fs::exists(cfg_path, ec)) return std::nullopt;
+    try {
+        // Read the result first: a concurrent redo removes result.yaml before it rewrites config.yaml.
+        auto r = read_run_result(run_dir + "/result.yaml");
+        if (!r || r->status == run_status::interrupted) return std::nullopt;
+        if (read_file(cfg_path) != config_yaml) return std::nullopt;
+        return r;
+    } catch (const io_error& e) {  // a malformed result (a crash mid-write by an older version): redo the run
+        spdlog::warn("{}; the run will be redone", e.what());
+        return std::nullopt;
+    }
+}
+
+bool run_locked_elsewhere(const std::string& run_dir) {
+    const std::string path = run_dir + "/.lock";
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    ::close(fd);  // also releases the lock if we got it
+    return held;
+}
+
+std::string unfinished_reason(const std::string& run_dir, const std::string& config_yaml) {
+    std::error_code ec;
+    if (!fs::is_directory(run_dir, ec)) return "not started";
+    if (run_locked_elsewhere(run_dir)) return "being trained by another process";
+    if (!fs::exists(run_dir + "/config.yaml", ec)) return "not started (no config.yaml)";
+    try {
+        if (read_file(run_dir + "/config.yaml") != config_yaml)
+            return "config.yaml differs from the spec's (trained with another spec or --set)";
+        const auto r = read_run_result(run_dir + "/result.yaml");
+        if (!r) {
+            if (fs::exists(run_dir + "/" + resume_filename, ec))
+                return std::string("stopped mid-way: ") + resume_filename + " saved, `attnlab run` resumes it";
+            return "unfinished: no result.yaml (interrupted or killed)";
+        }
+        if (r->status == run_status::interrupted) return "interrupted";
+    } catch (const io_error& e) {
+        return e.what();
+    }
+    return "done";
+}
+
+run_lock::run_lock(const std::string& run_dir) {
+    const std::string path = run_dir + "/.lock";
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) throw io_error("cannot open " + path + ": " + std::strerror(errno));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        const int err = errno;
+        ::close(fd);
+        if (err == EWOULDBLOCK) return;
+        throw io_error("cannot lock " + path + ": " + std::strerror(err));
+    }
+    fd_ = fd;
+}
+
+run_lock::~run_lock() {
+    if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
+}
+
+void clear_run_dir(const std::string& run_dir) {
+    fs::remove(run_dir + "/" + result_filename);
+    std::error_code ec;
+    std::vector<fs::path> stale;
+    for (fs::directory_iterator it(run_dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name == "config.yaml" || name == "metrics.csv" || name == checkpoint_filename || name == resume_filename ||
+            name.find(".tmp") != std::string::npos)
+            stale.push_back(it->path());
+    }
+    for (const auto& p : stale) fs::remove(p);
+}
+
+void remove_run_temporaries(const std::string& run_dir) {
+    std::error_code ec;
+    std::vector<fs::path> stale;
+    for (fs::directory_iterator it(run_dir, ec), end; !ec && it != end; it.increment(ec))
+        if (it->path().filename().string().find(".tmp") != std::string::npos) stale.push_back(it->path());
+    for (const auto& p : stale) fs::remove(p, ec);
+}
+
+run_config read_run_dir_config(const std::string& run_dir) {
+    if (!fs::is_directory(run_dir)) throw config_error(run_dir + ": no such run directory");
+    const std::string config_path = run_dir + "/config.yaml";
+    if (!fs::is_regular_file(config_path))
+        throw config_error(config_path + ": no such file (not a run directory of `attnlab run`?)");
+    return run_config_from_yaml_file(config_path);
+}
+
+eval_metrics evaluate_run_dir(const std::string& run_dir, attention_form form, state_layout layout) {
+    const run_config cfg = read_run_dir_config(run_dir);
+    return evaluate_run_dir(run_dir, cfg, cfg, form, layout);
+}
+
+eval_metrics evaluate_run_dir(const std::string& run_dir, const run_config& trained, const run_config& test,
+                              attention_form form, state_layout layout) {
+    const std::string ckpt = run_dir + "/" + checkpoint_filename;
+    if (!fs::is_regular_file(ckpt)) {
+        // Say why when result.yaml knows: diverged runs have no checkpoint.
+        std::string why = "the run has not finished";
+        try {
+            if (auto r = read_run_result(run_dir + "/result.yaml"))
+                why = r->status == run_status::diverged
+                          ? "the run diverged, so nothing was saved"
+                          : "saved by an attnlab without checkpoints, or its parameters were not finite";
+        } catch (const io_error&) {
+            // a malformed result.yaml: the generic reason stands
+        }
+        throw io_error(ckpt + ": no such checkpoint file (" + why + ")");
+    }
+    // A learned position table has the trained length (RoPE's tables are made for the test's).
+    const int trained_T = max_seq_len(trained.task), test_T = max_seq_len(test.task);
+    if (trained.model.position == position_kind::learned && test_T != trained_T)
+        throw config_error("the run learned positions for inputs of up to " + std::to_string(trained_T) +
+                           " tokens (model.position: learned); the test's longest input would be " +
+                           std::to_string(test_T));
+
+    // As train_run builds, sizes and scores the model.
+    auto data = make_task(test.task, static_cast<std::uint64_t>(test.seed));
+    transformer<float> model = make_model<float>(test);
+    checkpoint_load(ckpt, model);
+    model.set_attention_form(form, layout);
+    return evaluate(model, data->test_set(), test.train.batch);
+}
+
+}  // namespace attnlab

@@ -1,0 +1,166 @@
+// Sweeps and their expansion into runs (see sweep.hpp).
+#include "sweep.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <set>
+
+#include "hints.hpp"
+#include "schema.hpp"
+
+namespace attnlab::spec_internal {
+
+namespace {
+
+std::string trim(const std::string& s) {
+    auto b = s.find_first_not_of(" \t");
+    auto e = s.find_last_not_of(" \t");
+    return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+grid parse_grid(const YAML::Node& m, const std::string& file, const std::string& path, int line) {
+    if (!m.IsMap()) fail({file, line, path}, "expected a map of dotted keys to lists of values, got " + describe(m));
+    if (m.size() == 0) fail({file, line, path}, "empty grid, expected dotted keys with lists of values");
+    grid g;
+    for (const auto& [k, v] : map_items(m, file, path)) {
+        const std::string key = k.Scalar();
+        where key_at{file, line_of(k), path + "." + key};
+        if (key == "seed") fail(key_at, "seeds are swept by the top-level key seeds");
+        const key_def* d = find_key(key);
+        if (!d)
+            fail(key_at, "unknown key" + did_you_mean(key, dotted_candidates()) + " (" + dotted_key_hint(key) + ")");
+        key_at.line = value_line(k, v);
+        if (!v.IsSequence()) fail(key_at, "expected a list of values, got " + describe(v));
+        if (v.size() == 0) fail(key_at, "empty list of values");
+        axis a{key, {}};
+        for (const YAML::Node& item : v) {
+            where at{file, line_of(item) ? line_of(item) : key_at.line, key_at.path};
+            entry e{parse_value(*d, item, at), origin::sweep, at};
+            for (const entry& prev : a.values)
+                if (prev.v.text() == e.v.text()) fail(at, "duplicate value " + e.v.text());
+            a.values.push_back(e);
+        }
+        g.push_back(std::move(a));
+    }
+    return g;
+}
+
+}  // namespace
+
+entry parse_set(const std::string& s) {
+    auto eq = s.find('=');
+    const std::string key = trim(s.substr(0, eq));
+    if (eq == std::string::npos || key.empty())
+        fail({"--set", 0, ""}, "expected dotted.key=value (e.g. attention.order=4), got '" + s + "'");
+    const std::string text = trim(s.substr(eq + 1));
+    where at{"--set", 0, key};
+    const key_def* d = find_key(key);
+    if (!d) fail(at, "unknown key" + did_you_mean(key, dotted_candidates()) + " (" + dotted_key_hint(key) + ")");
+    YAML::Node n;
+    try {
+        n = YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+        fail(at, "cannot read '" + text + "' as a YAML value: " + e.msg);
+    }
+    return entry{parse_value(*d, n, at), origin::set, at};
+}
+
+std::vector<grid> parse_sweep(const YAML::Node& n, const std::string& file, int line) {
+    if (n.IsMap()) return {parse_grid(n, file, "sweep", line)};
+    if (!n.IsSequence())
+        fail({file, line, "sweep"},
+             "expected a map of dotted keys to lists of values, or a list of such maps, got " + describe(n));
+    if (n.size() == 0) fail({file, line, "sweep"}, "empty list of grids");
+    std::vector<grid> grids;
+    for (size_t i = 0; i < n.size(); ++i)
+        grids.push_back(
+            parse_grid(n[i], file, "sweep[" + std::to_string(i) + "]", line_of(n[i]) ? line_of(n[i]) : line));
+    return grids;
+}
+
+std::vector<entry> parse_seeds(const YAML::Node& n, const std::string& file, int line) {
+    const key_def& seed = *find_key("seed");
+    if (!n.IsSequence()) fail({file, line, "seeds"}, "expected a list of integers >= 0, got " + describe(n));
+    if (n.size() == 0) fail({file, line, "seeds"}, "empty list of seeds");
+    std::vector<entry> seeds;
+    for (const YAML::Node& item : n) {
+        where at{file, line_of(item) ? line_of(item) : line, "seeds"};
+        entry e{parse_value(seed, item, at), origin::sweep, at};
+        for (const entry& prev : seeds)
+            if (prev.v.i == e.v.i) fail(at, "duplicate seed " + e.v.text());
+        seeds.push_back(e);
+    }
+    return seeds;
+}
+
+bool name_is_safe(const std::string& s) {
+    return !s.empty() && s.size() <= max_file_name && s != "." && s != ".." &&
+           s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") ==
+               std::string::npos;
+}
+
+std::string run_id(const std::vector<swept_value>& swept) {
+    std::string id;
+    for (const swept_value& s : swept) id += (id.empty() ? "" : ",") + s.key + "=" + s.value;
+    for (char& ch : id)
+        if (!std::isalnum(static_cast<unsigned char>(ch)) && !std::strchr("._=,+-", ch)) ch = '_';
+    return id;
+}
+
+void check_run_count(const std::vector<grid>& grids, std::size_t n_seeds, const where& at) {
+    // Counts stop growing past the limit, so that no product overflows.
+    std::size_t points = 0;
+    for (const grid& g : grids) {
+        std::size_t n = 1;
+        for (const axis& a : g) n = std::min(n * a.values.size(), max_runs + 1);
+        points = std::min(points + n, max_runs + 1);
+    }
+    if (points * n_seeds > max_runs)
+        fail(at, "more than " + std::to_string(max_runs) + " runs (" +
+                     (points > max_runs ? "more than " + std::to_string(max_runs) : std::to_string(points)) +
+                     " points x " + std::to_string(n_seeds) + " seeds); split the experiment");
+}
+
+void expand_runs(experiment_spec& spec, const config_source& base, const entries& with_set,
+                 const std::vector<grid>& grids, const std::vector<entry>& seeds, const where& id_at) {
+    // Points of each grid in row-major order of its keys as written; ids list
+    // the keys in swept_keys order, so a point has one id whichever grid gives it.
+    std::set<std::string> seen;
+    auto emit = [&](const run_config& cfg, const std::vector<swept_value>& point) {
+        for (const entry& s : seeds) {
+            run_point rp{"", cfg, point};
+            rp.config.seed = static_cast<int>(s.v.i);
+            rp.swept.push_back({"seed", s.v.text()});
+            rp.id = run_id(rp.swept);
+            if (rp.id.size() > max_file_name)  // it names the run's directory
+                fail(id_at, "run id of " + std::to_string(rp.id.size()) +
+                                " characters, longer than a file name can be (" + std::to_string(max_file_name) +
+                                "): " + rp.id.substr(0, 60) + "...; sweep fewer keys");
+            if (seen.insert(rp.id).second) spec.runs.push_back(std::move(rp));
+        }
+    };
+    if (grids.empty()) emit(spec.base, {});
+    for (const grid& g : grids) {
+        std::vector<size_t> idx(g.size(), 0);
+        for (bool more = true; more;) {
+            entries run = with_set;
+            for (size_t a = 0; a < g.size(); ++a) run[g[a].key] = g[a].values[idx[a]];
+            std::vector<swept_value> point;
+            for (const std::string& key : spec.swept_keys)
+                for (size_t a = 0; a < g.size(); ++a)
+                    if (g[a].key == key) point.push_back({key, g[a].values[idx[a]].v.text()});
+            emit(resolve(base, with_set, run, run_id(point)), point);
+            more = false;
+            for (size_t a = g.size(); a-- > 0;) {
+                if (++idx[a] < g[a].values.size()) {
+                    more = true;
+                    break;
+                }
+                idx[a] = 0;
+            }
+        }
+    }
+}
+
+}  // namespace attnlab::spec_internal

@@ -1,0 +1,50 @@
+// Sweeps: --set overrides, grids and unions of grids, seeds, run ids, and
+// the expansion of a spec into its resolved runs. Internal to lib/src/spec/.
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "attnlab/spec/spec.hpp"
+#include "diagnostics.hpp"
+#include "resolve.hpp"
+
+namespace attnlab::spec_internal {
+
+// A spec expands to at most max_runs runs, counted before they are made.
+inline constexpr std::size_t max_runs = 100000;
+inline constexpr std::size_t max_file_name = 255;  // the name and every run id name a directory
+
+// One "dotted.key=value" override.
+entry parse_set(const std::string& s);
+
+// One grid of a sweep: its keys as written and their values.
+struct axis {
+    std::string key;
+    std::vector<entry> values;
+};
+using grid = std::vector<axis>;
+
+// `sweep:` as one grid or a list of grids; `line`: line of its value.
+std::vector<grid> parse_sweep(const YAML::Node& n, const std::string& file, int line);
+std::vector<entry> parse_seeds(const YAML::Node& n, const std::string& file, int line);
+
+// A name that can name a directory: [A-Za-z0-9._-]+, not "." or "..", at most max_file_name.
+bool name_is_safe(const std::string& s);
+
+// "key=value,key=value" with characters outside [A-Za-z0-9._=,+-] replaced by '_'.
+std::string run_id(const std::vector<swept_value>& swept);
+
+// Refuses, at `at`, a sweep of more than max_runs runs before making them.
+void check_run_count(const std::vector<grid>& grids, std::size_t n_seeds, const where& at);
+
+// Appends to spec.runs every point of every grid (or the base alone when
+// there are none) times every seed, resolved, deduplicated by id;
+// spec.swept_keys must list the swept keys, seed last. A run id too long to
+// name a directory is refused at `id_at`.
+void expand_runs(experiment_spec& spec, const config_source& base, const entries& with_set,
+                 const std::vector<grid>& grids, const std::vector<entry>& seeds, const where& id_at);
+
+}  // namespace attnlab::spec_internal

@@ -1,0 +1,170 @@
+// The rows of the task table (see the header). What each task's keys mean is
+// in docs/spec-reference.md; the generators are in this directory.
+#include "attnlab/tasks/task_table.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <stdexcept>
+
+#include "attnlab/config/run_config.hpp"
+
+namespace attnlab {
+
+namespace {
+
+using std::to_string;
+
+int vocab_as_is(const task_config& t) { return t.vocab; }
+
+// ---------------------------------------------------------------- copy
+
+// x_1..x_n SEP x_1..x_n padded to 2*max_len + 1 tokens; inputs drop the last.
+int copy_vocab(const task_config& t) { return t.vocab + 2; }  // pad 0, SEP vocab+1
+int copy_train_len(const task_config& t) { return 2 * t.max_len; }
+int copy_test_len(const task_config& t) { return 2 * t.test_max_len; }
+
+void copy_defaults(task_config& t) {
+    if (t.min_len == 0) t.min_len = t.max_len;
+    if (t.test_min_len == 0) t.test_min_len = t.min_len;
+    if (t.test_max_len == 0) t.test_max_len = t.max_len;
+}
+
+std::string copy_min_len_rule(const task_config& t) {
+    if (t.min_len <= t.max_len) return "";
+    return "task.min_len " + to_string(t.min_len) + " exceeds task.max_len " + to_string(t.max_len);
+}
+
+std::string copy_test_len_rule(const task_config& t) {
+    if (t.test_min_len <= t.test_max_len) return "";
+    return "task.test_min_len " + to_string(t.test_min_len) + " exceeds task.test_max_len " +
+           to_string(t.test_max_len) + " (test lengths default to min_len, max_len)";
+}
+
+// ---------------------------------------------------------------- vocabulary minimums
+
+// lookup: a key id in [1, V/2); selective_copy and induction: 2 content ids
+// beside their 2 special ids (else the answer is fixed). `why` names the ids.
+std::string vocab_at_least_4(const task_config& t, const char* why) {
+    if (t.vocab >= 4) return "";
+    return std::string(to_string(t.kind)) + " needs task.vocab >= 4" + why + ", got " + to_string(t.vocab);
+}
+std::string lookup_vocab_rule(const task_config& t) { return vocab_at_least_4(t, ""); }
+std::string selective_copy_vocab_rule(const task_config& t) {
+    return vocab_at_least_4(t, " (blank 0, marker vocab-1, content 1..vocab-2)");
+}
+std::string induction_vocab_rule(const task_config& t) {
+    return vocab_at_least_4(t, " (2 specials, content 1..vocab-2)");
+}
+
+// ---------------------------------------------------------------- lookup
+
+int lookup_len(const task_config& t) { return t.seq_len; }
+
+// P pairs in context, then (T - 2P)/2 query slots of two tokens each.
+std::string lookup_even_rule(const task_config& t) {
+    if (t.seq_len % 2 == 0) return "";
+    return "lookup needs an even task.seq_len, got " + to_string(t.seq_len);
+}
+std::string lookup_pairs_rule(const task_config& t) {
+    if (4LL * t.pairs <= t.seq_len) return "";
+    return "lookup needs 4 * task.pairs <= task.seq_len, got 4 * " + to_string(t.pairs) + " > " + to_string(t.seq_len);
+}
+// Zoology's recipe draws query slots and keys from the same vocabulary.
+std::string lookup_vocab_above_len_rule(const task_config& t) {
+    if (t.vocab > t.seq_len) return "";
+    return "lookup needs task.vocab > task.seq_len, got " + to_string(t.vocab) + " <= " + to_string(t.seq_len);
+}
+
+// ---------------------------------------------------------------- selective_copy, induction
+
+int selective_copy_len(const task_config& t) { return t.noise_len + 2 * t.n_tokens; }  // L + M slots, M markers
+int induction_len(const task_config& t) { return t.seq_len + 1; }  // the trigger's answer is a target, not an input
+
+void no_defaults(task_config&) {}
+
+const std::vector<task_traits>& rows() {
+    static const std::vector<task_traits> table = {
+        {task_kind::copy,
+         "copy",
+         {"min_len", "max_len", "test_min_len", "test_max_len"},
+         copy_vocab,
+         copy_train_len,
+         copy_test_len,
+         copy_defaults,
+         {{{"task.min_len", "task.max_len"}, copy_min_len_rule},
+          {{"task.test_min_len", "task.test_max_len", "task.min_len", "task.max_len"}, copy_test_len_rule}},
+         "x_1..x_n SEP, then the n tokens again"},
+        {task_kind::lookup,
+         "lookup",
+         {"seq_len", "pairs", "power_a", "random_filler"},
+         vocab_as_is,
+         lookup_len,
+         lookup_len,
+         no_defaults,
+         {{{"task.vocab", "task.kind"}, lookup_vocab_rule},
+          {{"task.seq_len", "task.kind"}, lookup_even_rule},
+          {{"task.pairs", "task.seq_len", "task.kind"}, lookup_pairs_rule},
+          {{"task.vocab", "task.seq_len", "task.kind"}, lookup_vocab_above_len_rule}},
+         "P key-value pairs, then queries of the keys (MQAR)"},
+        {task_kind::selective_copy,
+         "selective_copy",
+         {"n_tokens", "noise_len"},
+         vocab_as_is,
+         selective_copy_len,
+         selective_copy_len,
+         no_defaults,
+         {{{"task.vocab", "task.kind"}, selective_copy_vocab_rule}},
+         "M tokens among L blanks, then M markers that recall them in order"},
+        {task_kind::induction,
+         "induction",
+         {"seq_len"},
+         vocab_as_is,
+         induction_len,
+         induction_len,
+         no_defaults,
+         {{{"task.vocab", "task.kind"}, induction_vocab_rule}},
+         "random tokens with one trigger, then the trigger: recall the token after the first"},
+    };
+    return table;
+}
+
+bool rows_in_enum_order() {
+    if (rows().size() != static_cast<std::size_t>(task_count)) return false;
+    for (int i = 0; i < task_count; ++i)
+        if (static_cast<int>(rows()[static_cast<std::size_t>(i)].kind) != i) return false;
+    return true;
+}
+static_assert(static_cast<int>(task_kind::induction) + 1 == task_count, "task_count is stale");
+
+}  // namespace
+
+const std::vector<task_traits>& task_rows() {
+    static const bool ordered = rows_in_enum_order();
+    if (!ordered) throw std::logic_error("task table: one row per task_kind, in enum order");
+    return rows();
+}
+
+const task_traits& traits_of(task_kind k) { return task_rows().at(static_cast<std::size_t>(k)); }
+
+const char* to_string(task_kind k) {
+    const auto i = static_cast<std::size_t>(k);
+    return i < rows().size() ? rows()[i].name : "?";
+}
+
+int model_vocab_size(const task_config& t) { return traits_of(t.kind).model_vocab_size(t); }
+int train_seq_len(const task_config& t) { return traits_of(t.kind).train_seq_len(t); }
+int test_seq_len(const task_config& t) { return traits_of(t.kind).test_seq_len(t); }
+int max_seq_len(const task_config& t) { return std::max(train_seq_len(t), test_seq_len(t)); }
+
+std::string broken_task_rule(const task_config& t) {
+    for (const task_rule& r : traits_of(t.kind).rules)
+        if (std::string why = r.broken(t); !why.empty()) return why;
+    return "";
+}
+
+void require_task_rules(const task_config& t) {
+    if (std::string why = broken_task_rule(t); !why.empty())
+        throw std::logic_error(std::string(to_string(t.kind)) + ": " + why);
+}
+
+}  // namespace attnlab

@@ -1,0 +1,47 @@
+"""attnlab from Python: a run's checkpoint and config, its model in PyTorch, its
+task data regenerated token for token, and results folders in pandas.
+The guide is docs/python.md.
+
+    PYTHONPATH=python /usr/bin/python3 -c "import attnlab; ..."
+
+    config, model = attnlab.load_run(run_dir)        # dict, PyTorch model (torch)
+    attnlab.evaluate_run(run_dir)                    # = `attnlab eval RUN_DIR`
+    tokens, targets = attnlab.test_set(config)       # numpy int32 (B, T), no target -1
+    attnlab.read_summary(results_dir); attnlab.read_curves(results_dir)   # pandas
+
+Modules: checkpoint (safetensors, config.yaml; numpy, yaml), data (rng and
+task generators; numpy), model (the PyTorch model; torch), run (load_run,
+evaluate; torch), results (pandas). `import attnlab` loads none of torch and
+pandas: each name below imports its module on first use, so the data and
+checkpoint functions work without them.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+# name -> module that defines it
+_EXPORTS = {
+    "read_checkpoint": "checkpoint", "read_config": "checkpoint", "read_safetensors": "checkpoint",
+    "NO_TARGET": "data", "Rng": "data", "derive_seed": "data", "STREAM_TRAIN": "data", "STREAM_TEST": "data",
+    "Task": "data", "test_set": "data", "train_batches": "data", "model_vocab_size": "data",
+    "train_seq_len": "data", "test_seq_len": "data",
+    "Reference": "model",
+    "load_run": "run", "load_model": "run", "evaluate": "run", "evaluate_run": "run",
+    "read_summary": "results", "read_metrics": "results", "read_curves": "results",
+    "curves_from_runs": "results", "run_ids": "results",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'attnlab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs the tests of the attnlab Python package (python/tests/test_*.py) with a
+# python3 that can import torch, numpy, yaml and pandas (Debian's packages
+# install into /usr/bin/python3, which a pyenv or venv python3 earlier in PATH
+# does not see). Tries $ATTNLAB_PYTHON, then /usr/bin/python3, then python3
+# from PATH. With none, it FAILS (exit 1) with a message: these tests are part
+# of the test suite (ctest entry `python`), never skipped.
+# Usage: python/tests/run.sh --attnlab build/app/attnlab --task-dump build/tests/attnlab_task_dump [TEST...]
+#   TEST: a unittest name such as test_data or test_data.TaskDataTest.test_copy
+set -u
+here="$(cd "$(dirname "$0")" && pwd)"
+while (($#)); do
+  case "$1" in
+    --attnlab) export ATTNLAB_BINARY="$2"; shift 2 ;;
+    --task-dump) export ATTNLAB_TASK_DUMP="$2"; shift 2 ;;
+    *) break ;;
+  esac
+done
+export PYTHONDONTWRITEBYTECODE=1  # no __pycache__ in the source tree
+tried=()
+for py in "${ATTNLAB_PYTHON:-}" /usr/bin/python3 python3; do
+  [ -n "$py" ] || continue
+  command -v "$py" >/dev/null 2>&1 || { tried+=("$py (not found)"); continue; }
+  if "$py" -c "import torch, numpy, yaml, pandas" >/dev/null 2>&1; then
+    exec "$py" "$here/run.py" "$@"
+  fi
+  tried+=("$py (no torch/numpy/yaml/pandas)")
+done
+echo "python tests: FAILED: no python3 can import torch, numpy, yaml and pandas; tried: ${tried[*]}." >&2
+echo "python tests: install Debian's packages: apt-get install -y --no-install-recommends python3-torch python3-numpy python3-yaml python3-pandas" >&2
+echo "python tests: (scripts/test does this), or set ATTNLAB_PYTHON to a python3 that has them." >&2
+exit 1

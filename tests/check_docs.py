@@ -1,0 +1,109 @@
+#!/usr/bin/python3
+"""Runs the examples of attnlab's documentation, so that they cannot rot.
+
+usage: check_docs.py --attnlab BUILD/app/attnlab [--python PY] FILE.md...
+
+In each Markdown file, fenced code blocks are examples to run, in order, in
+one fresh temporary folder per file (which holds links to the repository's
+scripts/, python/, experiments/ and reference/ folders):
+  - a block preceded by the line `<!-- file: NAME -->` is written to NAME;
+  - ```sh blocks run line by line in bash (set -e), with the attnlab binary
+    first on PATH; a line's trailing `# comment` is part of the shell text;
+  - ```python blocks run with PY (default /usr/bin/python3), with the
+    repository's python/ folder on PYTHONPATH.
+Other fenced blocks (output, text) and indented blocks (set-up commands,
+error messages) are not run. Exits 1 naming the file, the block's line and
+the command's output when an example fails.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FENCE = re.compile(r"^```(\w*)\s*$")
+FILE_MARK = re.compile(r"^<!--\s*file:\s*(\S+)\s*-->\s*$")
+
+
+def blocks(path):
+    """Yields (kind, first line number, text, file name or None) per fenced block."""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    i, pending_file = 0, None
+    while i < len(lines):
+        mark = FILE_MARK.match(lines[i])
+        if mark:
+            pending_file = mark.group(1)
+            i += 1
+            continue
+        fence = FENCE.match(lines[i])
+        if fence and fence.group(1):
+            kind, start, body = fence.group(1), i + 1, []
+            i += 1
+            while i < len(lines) and not lines[i].startswith("```"):
+                body.append(lines[i])
+                i += 1
+            if i == len(lines):
+                raise SystemExit(f"{path}:{start}: unclosed code block")
+            yield kind, start, "\n".join(body) + "\n", pending_file
+            pending_file = None
+        elif lines[i].strip():
+            pending_file = None if not lines[i].startswith("<!--") else pending_file
+        i += 1
+
+
+def run_file(md, attnlab, python):
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(os.path.abspath(attnlab)) + os.pathsep + env.get("PATH", "")
+    env["PYTHONPATH"] = os.path.join(REPO, "python") + os.pathsep + env.get("PYTHONPATH", "")
+    env["ATTNLAB_PYTHON"] = python
+    ran = 0
+    with tempfile.TemporaryDirectory(prefix="attnlab-docs-") as work:
+        for name in ("scripts", "python", "experiments", "reference"):
+            os.symlink(os.path.join(REPO, name), os.path.join(work, name))
+        for kind, line, text, file_name in blocks(md):
+            where = f"{os.path.relpath(md, REPO)}:{line}"
+            if file_name:
+                with open(os.path.join(work, file_name), "w", encoding="utf-8") as f:
+                    f.write(text)
+                print(f"docs: {where}: wrote {file_name}")
+                continue
+            if kind == "sh":
+                cmd = ["bash", "-euo", "pipefail", "-c", text]
+            elif kind == "python":
+                cmd = [python, "-c", text]
+            else:
+                continue
+            print(f"docs: {where}: running {kind} block", flush=True)
+            r = subprocess.run(cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, timeout=1800)
+            if r.returncode != 0:
+                print(r.stdout[-6000:])
+                print(f"docs: FAILED: {where}: {kind} block exited {r.returncode}")
+                return False, ran
+            ran += 1
+    return True, ran
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--attnlab", required=True)
+    p.add_argument("--python", default=os.environ.get("ATTNLAB_PYTHON", "/usr/bin/python3"))
+    p.add_argument("files", nargs="+")
+    a = p.parse_args()
+    total = 0
+    for md in a.files:
+        ok, ran = run_file(md, a.attnlab, a.python)
+        total += ran
+        if not ok:
+            return 1
+    if total == 0:
+        print("docs: FAILED: no example found to run")
+        return 1
+    print(f"docs: {total} examples ran in {len(a.files)} files")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

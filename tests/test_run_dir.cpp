@@ -1,0 +1,117 @@
+// One run's directory (run/run_dir.hpp): result.yaml written and read back,
+// the "done" test and its reasons, and the clean-up before a redo, on
+// directories made by hand.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "attnlab/run/run_dir.hpp"
+#include "attnlab/train/checkpoint.hpp"
+#include "attnlab/util/error.hpp"
+#include "support/process_support.hpp"
+
+using namespace attnlab;
+using namespace attnlab::test;
+namespace fs = std::filesystem;
+
+namespace {
+run_result sample_result() {
+    run_result r;
+    r.status = run_status::diverged;
+    r.reason = "loss not finite at step 3";
+    r.steps = 2;
+    r.final_test = {1.5, 0.25, 0.0};
+    r.best_test = {1.25, 0.5, 0.125};
+    r.best_step = 1;
+    r.wall_s = 0.75;
+    r.params = 3888;
+    r.nonpositive_denominator_steps = 2;
+    r.first_nonpositive_step = 1;
+    return r;
+}
+}  // namespace
+
+TEST_CASE("run dir: result.yaml is written atomically and read back field by field", "[run_dir]") {
+    temp_dir tmp;
+    const run_result r = sample_result();
+    write_run_result(tmp.path().string(), r);
+    const std::string text = read_text(tmp / result_filename);
+    CHECK(text == run_result_to_yaml(r));
+    CHECK_THAT(text, Catch::StartsWith("status: diverged\nreason: \"loss not finite at step 3\"\nsteps: 2\n"));
+    const auto back = read_run_result((tmp / result_filename).string());
+    REQUIRE(back);
+    CHECK(back->status == r.status);
+    CHECK(back->reason == r.reason);
+    CHECK(back->steps == r.steps);
+    CHECK(back->final_test.loss == r.final_test.loss);
+    CHECK(back->final_test.token_acc == r.final_test.token_acc);
+    CHECK(back->best_test.seq_acc == r.best_test.seq_acc);
+    CHECK(back->best_step == r.best_step);
+    CHECK(back->wall_s == r.wall_s);
+    CHECK(back->params == r.params);
+    CHECK(back->nonpositive_denominator_steps == r.nonpositive_denominator_steps);
+    CHECK(back->first_nonpositive_step == r.first_nonpositive_step);
+    for (const fs::directory_entry& e : fs::directory_iterator(tmp.path()))
+        CHECK(e.path().filename() == result_filename);  // no temporary left behind
+}
+
+TEST_CASE("run dir: an absent result.yaml is none, a malformed one an io_error naming it", "[run_dir]") {
+    temp_dir tmp;
+    const std::string path = (tmp / result_filename).string();
+    CHECK_FALSE(read_run_result(path));
+    write_text(path, "status: ok\nsteps: [\n");
+    CHECK_THROWS_AS(read_run_result(path), io_error);
+    CHECK_THROWS_WITH(read_run_result(path), Catch::StartsWith(path + ": malformed run result"));
+    write_text(path, "status: sideways\n");
+    CHECK_THROWS_AS(read_run_result(path), io_error);
+    CHECK_THROWS_WITH(read_run_result(path), path + ": unknown status 'sideways'");
+}
+
+TEST_CASE("run dir: a run is done only with its result beside the same config.yaml", "[run_dir]") {
+    temp_dir tmp;
+    const std::string dir = (tmp / "run").string(), config = "seed: 0\n";
+    CHECK(unfinished_reason(dir, config) == "not started");
+    fs::create_directory(dir);
+    CHECK(unfinished_reason(dir, config) == "not started (no config.yaml)");
+    write_text(fs::path(dir) / "config.yaml", config);
+    CHECK_FALSE(finished_run_result(dir, config));
+    CHECK(unfinished_reason(dir, config) == "unfinished: no result.yaml (interrupted or killed)");
+    write_text(fs::path(dir) / resume_filename, "");
+    CHECK_THAT(unfinished_reason(dir, config), Catch::StartsWith("stopped mid-way: resume.state saved"));
+
+    run_result r = sample_result();
+    r.status = run_status::interrupted;
+    write_run_result(dir, r);
+    CHECK_FALSE(finished_run_result(dir, config));
+    CHECK(unfinished_reason(dir, config) == "interrupted");
+
+    r.status = run_status::ok;
+    write_run_result(dir, r);
+    const auto done = finished_run_result(dir, config);
+    REQUIRE(done);
+    CHECK(done->steps == r.steps);
+    CHECK(unfinished_reason(dir, config) == "done");
+    CHECK_FALSE(finished_run_result(dir, "seed: 1\n"));  // the spec now gives it another config
+    CHECK_THAT(unfinished_reason(dir, "seed: 1\n"), Catch::StartsWith("config.yaml differs from the spec's"));
+}
+
+TEST_CASE("run dir: clearing for a redo removes the attempt's files and keeps the lock", "[run_dir]") {
+    temp_dir tmp;
+    const fs::path dir = tmp / "run";
+    fs::create_directory(dir);
+    for (const char* name : {"config.yaml", "metrics.csv", checkpoint_filename, resume_filename, result_filename,
+                             "model.safetensors.tmp.123", "notes.txt"})
+        write_text(dir / name, "x");
+    {
+        const run_lock lock(dir.string());
+        REQUIRE(lock.owned());
+        clear_run_dir(dir.string());
+    }
+    std::vector<std::string> left;
+    for (const fs::directory_entry& e : fs::directory_iterator(dir)) left.push_back(e.path().filename().string());
+    std::sort(left.begin(), left.end());
+    CHECK(left == std::vector<std::string>{".lock", "notes.txt"});
+}
