@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "attnlab/io/csv.hpp"
-#include "attnlab/train/checkpoint.hpp"
+#include "attnlab/train/resume_state.hpp"
 #include "attnlab/train/trainer.hpp"
 #include "attnlab/util/error.hpp"
 #include "support/process_support.hpp"

@@ -1,12 +1,18 @@
-// safetensors writer and checking reader, with a minimal JSON parser for the
-// header (objects, arrays, strings, integers: all a safetensors header holds).
+// safetensors writer and checking reader. The JSON header is parsed and
+// written by nlohmann-json; what a safetensors header may hold, and what it
+// must say about the tensors, is checked here.
 #include "attnlab/io/safetensors.hpp"
 
 #include <algorithm>
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
+#include <set>
 #include <stdexcept>
+
+#include <nlohmann/json.hpp>
 
 #include "attnlab/io/files.hpp"
 #include "attnlab/util/error.hpp"
@@ -19,263 +25,162 @@ static_assert(sizeof(float) == 4, "F32 is 4 bytes");
 
 namespace {
 
+using json = nlohmann::json;
+
 constexpr std::size_t length_bytes = 8;  // the u64 header length
 constexpr std::size_t header_align = 8;  // header padded so the data starts 8-byte aligned
 constexpr const char* metadata_key = "__metadata__";
 
-// ---------------------------------------------------------------- JSON
-
-struct json_value {
-    enum class kind { object, array, string, integer };
-    kind k = kind::integer;
-    std::vector<std::string> keys;   // object: member names, in file order
-    std::vector<json_value> values;  // object: member values (parallel to keys); array: items
-    std::string text;                // string
-    std::int64_t number = 0;         // integer
-};
-
-const char* kind_name(json_value::kind k) {
-    switch (k) {
-        case json_value::kind::object: return "an object";
-        case json_value::kind::array: return "an array";
-        case json_value::kind::string: return "a string";
-        case json_value::kind::integer: return "an integer";
-    }
-    return "?";
-}
+// ---------------------------------------------------------------- parsing the header
 
 struct json_syntax_error {
-    std::size_t pos;
+    std::size_t pos;  // offset in the header of the last byte the parser read
     std::string what;
 };
 
-// Recursive descent over RFC 8259, restricted to the value kinds above.
-class json_parser {
+// The header's bytes as nlohmann-json's parser reads them (one at a time,
+// in order), remembering how far it has read: the rules below are checked
+// while it parses and name the byte where the header breaks them.
+class tracking_iterator {
 public:
-    explicit json_parser(const std::string& s) : s_(s) {}
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = char;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const char*;
+    using reference = const char&;
 
-    json_value parse_document() {
-        skip_ws();
-        json_value v = parse_value(0);
-        skip_ws();
-        if (i_ != s_.size()) fail("unexpected '" + std::string(1, s_[i_]) + "' after the JSON value");
-        return v;
+    tracking_iterator(const char* at, const char** furthest) : at_(at), furthest_(furthest) {}
+    reference operator*() const { return *at_; }
+    tracking_iterator& operator++() {
+        ++at_;
+        *furthest_ = std::max(*furthest_, at_);
+        return *this;
+    }
+    tracking_iterator operator++(int) {
+        tracking_iterator before = *this;
+        ++*this;
+        return before;
+    }
+    bool operator==(const tracking_iterator& other) const { return at_ == other.at_; }
+
+private:
+    const char* at_;
+    const char** furthest_;
+};
+
+// A parsed header. json objects are sorted by name, so the file order of
+// the members is kept beside them: the first bad tensor is the first in the
+// file, and the metadata keeps its order.
+struct parsed_header {
+    json root;
+    std::vector<std::string> member_order;    // the top-level names
+    std::vector<std::string> metadata_order;  // the names inside __metadata__
+};
+
+// Refuses, while nlohmann-json parses, the JSON a safetensors header may not
+// hold (objects, arrays, strings and integers only): true, false, null,
+// fractions, integers beyond int64, a member name twice in one object
+// (nlohmann-json would keep the last one) and nesting beyond max_depth.
+class header_rules {
+public:
+    header_rules(const char* begin, parsed_header& out) : begin_(begin), furthest_(begin), out_(out) {}
+    const char** furthest() { return &furthest_; }
+    // The offset of the last byte the parser has read.
+    std::size_t last_read() const {
+        const auto read = static_cast<std::size_t>(furthest_ - begin_);
+        return read > 0 ? read - 1 : 0;
+    }
+
+    bool on_event(int depth, json::parse_event_t event, json& parsed) {
+        using ev = json::parse_event_t;
+        switch (event) {
+            case ev::object_start:
+                check_depth(depth);
+                names_.emplace_back();
+                break;
+            case ev::object_end: names_.pop_back(); break;
+            case ev::array_start: check_depth(depth); break;
+            case ev::array_end: break;
+            case ev::key: on_name(depth, parsed.get_ref<const std::string&>()); break;
+            case ev::value:
+                check_depth(depth);
+                check_scalar(parsed);
+                break;
+        }
+        return true;  // keep every value
     }
 
 private:
     static constexpr int max_depth = 64;
 
-    [[noreturn]] void fail(std::string what) const { throw json_syntax_error{i_, std::move(what)}; }
-
-    void skip_ws() {
-        while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
-    }
-
-    void expect(char c) {
-        if (i_ >= s_.size()) fail(std::string("unexpected end, expected '") + c + "'");
-        if (s_[i_] != c) fail(std::string("expected '") + c + "', got '" + s_[i_] + "'");
-        ++i_;
-    }
-
-    json_value parse_value(int depth) {
+    [[noreturn]] void fail(std::string what) const { throw json_syntax_error{last_read(), std::move(what)}; }
+    void check_depth(int depth) const {
         if (depth > max_depth) fail("nested deeper than " + std::to_string(max_depth) + " levels");
-        if (i_ >= s_.size()) fail("unexpected end, expected a value");
-        const char c = s_[i_];
-        if (c == '{') return parse_object(depth);
-        if (c == '[') return parse_array(depth);
-        if (c == '"') {
-            json_value v;
-            v.k = json_value::kind::string;
-            v.text = parse_string();
-            return v;
-        }
-        if (c == '-' || (c >= '0' && c <= '9')) return parse_integer();
-        fail(std::string("unexpected '") + c + "', expected an object, array, string or integer");
     }
-
-    json_value parse_object(int depth) {
-        json_value v;
-        v.k = json_value::kind::object;
-        expect('{');
-        skip_ws();
-        if (i_ < s_.size() && s_[i_] == '}') {
-            ++i_;
-            return v;
-        }
-        for (;;) {
-            skip_ws();
-            if (i_ >= s_.size() || s_[i_] != '"') fail("expected a member name (a string)");
-            const std::size_t key_pos = i_;
-            std::string key = parse_string();
-            if (std::find(v.keys.begin(), v.keys.end(), key) != v.keys.end())
-                throw json_syntax_error{key_pos, "duplicate member \"" + key + "\""};
-            skip_ws();
-            expect(':');
-            skip_ws();
-            v.keys.push_back(std::move(key));
-            v.values.push_back(parse_value(depth + 1));
-            skip_ws();
-            if (i_ < s_.size() && s_[i_] == ',') {
-                ++i_;
-                continue;
-            }
-            expect('}');
-            return v;
+    void check_scalar(const json& v) const {
+        if (v.is_boolean() || v.is_null())
+            fail("unexpected " + v.dump() + ", expected an object, array, string or integer");
+        if (v.is_number_float() ||
+            (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)))
+            fail("expected an integer (within int64), got " + v.dump());
+    }
+    void on_name(int depth, const std::string& name) {
+        if (!names_.back().insert(name).second) fail("duplicate member \"" + name + "\"");
+        if (depth == 1) {  // a member of the root object
+            out_.member_order.push_back(name);
+            in_metadata_ = name == metadata_key;
+        } else if (depth == 2 && in_metadata_) {
+            out_.metadata_order.push_back(name);
         }
     }
 
-    json_value parse_array(int depth) {
-        json_value v;
-        v.k = json_value::kind::array;
-        expect('[');
-        skip_ws();
-        if (i_ < s_.size() && s_[i_] == ']') {
-            ++i_;
-            return v;
-        }
-        for (;;) {
-            skip_ws();
-            v.values.push_back(parse_value(depth + 1));
-            skip_ws();
-            if (i_ < s_.size() && s_[i_] == ',') {
-                ++i_;
-                continue;
-            }
-            expect(']');
-            return v;
-        }
-    }
-
-    json_value parse_integer() {
-        const std::size_t start = i_;
-        const bool negative = s_[i_] == '-';
-        if (negative) ++i_;
-        if (i_ >= s_.size() || s_[i_] < '0' || s_[i_] > '9') fail("expected a digit");
-        if (s_[i_] == '0' && i_ + 1 < s_.size() && s_[i_ + 1] >= '0' && s_[i_ + 1] <= '9')
-            fail("leading zero in a number");
-        std::uint64_t mag = 0;
-        constexpr std::uint64_t limit = static_cast<std::uint64_t>(INT64_MAX);
-        for (; i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9'; ++i_) {
-            const auto d = static_cast<std::uint64_t>(s_[i_] - '0');
-            if (mag > (limit - d) / 10) throw json_syntax_error{start, "integer out of range"};
-            mag = mag * 10 + d;
-        }
-        if (i_ < s_.size() && (s_[i_] == '.' || s_[i_] == 'e' || s_[i_] == 'E'))
-            throw json_syntax_error{start, "expected an integer, got a fractional or exponent number"};
-        json_value v;
-        v.k = json_value::kind::integer;
-        v.number = negative ? -static_cast<std::int64_t>(mag) : static_cast<std::int64_t>(mag);
-        return v;
-    }
-
-    unsigned parse_hex4() {
-        if (i_ + 4 > s_.size()) fail("unexpected end in a \\u escape");
-        unsigned u = 0;
-        for (int n = 0; n < 4; ++n, ++i_) {
-            const char c = s_[i_];
-            u <<= 4;
-            if (c >= '0' && c <= '9')
-                u |= static_cast<unsigned>(c - '0');
-            else if (c >= 'a' && c <= 'f')
-                u |= static_cast<unsigned>(c - 'a' + 10);
-            else if (c >= 'A' && c <= 'F')
-                u |= static_cast<unsigned>(c - 'A' + 10);
-            else
-                fail("bad hex digit in a \\u escape");
-        }
-        return u;
-    }
-
-    static void append_utf8(std::string& out, unsigned cp) {
-        if (cp < 0x80) {
-            out += static_cast<char>(cp);
-        } else if (cp < 0x800) {
-            out += static_cast<char>(0xC0 | (cp >> 6));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        } else if (cp < 0x10000) {
-            out += static_cast<char>(0xE0 | (cp >> 12));
-            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        } else {
-            out += static_cast<char>(0xF0 | (cp >> 18));
-            out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        }
-    }
-
-    std::string parse_string() {
-        expect('"');
-        std::string out;
-        for (;;) {
-            if (i_ >= s_.size()) fail("unterminated string");
-            const char c = s_[i_++];
-            if (c == '"') return out;
-            if (static_cast<unsigned char>(c) < 0x20) {
-                --i_;
-                fail("control character in a string");
-            }
-            if (c != '\\') {
-                out += c;
-                continue;
-            }
-            if (i_ >= s_.size()) fail("unterminated string");
-            const char e = s_[i_++];
-            switch (e) {
-                case '"': out += '"'; break;
-                case '\\': out += '\\'; break;
-                case '/': out += '/'; break;
-                case 'b': out += '\b'; break;
-                case 'f': out += '\f'; break;
-                case 'n': out += '\n'; break;
-                case 'r': out += '\r'; break;
-                case 't': out += '\t'; break;
-                case 'u': {
-                    unsigned cp = parse_hex4();
-                    if (cp >= 0xD800 && cp <= 0xDBFF) {  // high surrogate: a low one must follow
-                        if (i_ + 2 > s_.size() || s_[i_] != '\\' || s_[i_ + 1] != 'u') fail("unpaired surrogate");
-                        i_ += 2;
-                        const unsigned lo = parse_hex4();
-                        if (lo < 0xDC00 || lo > 0xDFFF) fail("unpaired surrogate");
-                        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                    } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-                        fail("unpaired surrogate");
-                    }
-                    append_utf8(out, cp);
-                    break;
-                }
-                default: --i_; fail(std::string("bad escape '\\") + e + "'");
-            }
-        }
-    }
-
-    const std::string& s_;
-    std::size_t i_ = 0;
+    const char* begin_;
+    const char* furthest_;  // one past the last byte read
+    parsed_header& out_;
+    std::vector<std::set<std::string>> names_;  // of each open object
+    bool in_metadata_ = false;
 };
 
-// ---------------------------------------------------------------- writing
-
-void append_json_string(std::string& out, const std::string& s) {
-    out += '"';
-    for (const char c : s) {
-        switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            default:
-                if (static_cast<unsigned char>(c) < 0x20) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-                    out += buf;
-                } else {
-                    out += c;
-                }
-        }
-    }
-    out += '"';
+// The text of a nlohmann-json exception without its "[json.exception.<id>] "
+// prefix and, for a parse error, the "parse error at line L, column C: " one.
+std::string exception_text(const json::exception& e) {
+    std::string text = e.what();
+    if (const auto id_end = text.find("] "); id_end != std::string::npos) text.erase(0, id_end + 2);
+    if (text.rfind("parse error", 0) == 0)
+        if (const auto colon = text.find(": "); colon != std::string::npos) text.erase(0, colon + 2);
+    constexpr std::size_t max_text = 200;  // the parser quotes the token it read, which may be long
+    if (text.size() > max_text) text = text.substr(0, max_text) + "...";
+    return text;
 }
+
+// Parses the header [begin, end). Throws json_syntax_error.
+parsed_header parse_header(const char* begin, const char* end) {
+    parsed_header out;
+    header_rules rules(begin, out);
+    try {
+        out.root = json::parse(tracking_iterator(begin, rules.furthest()), tracking_iterator(end, rules.furthest()),
+                               [&rules](int depth, json::parse_event_t event, json& parsed) {
+                                   return rules.on_event(depth, event, parsed);
+                               });
+    } catch (const json::parse_error& e) {
+        throw json_syntax_error{e.byte > 0 ? e.byte - 1 : 0, exception_text(e)};  // e.byte counts from 1
+    } catch (const json::exception& e) {
+        // A number beyond double's range ("number overflow parsing '1e999'") is
+        // out_of_range, not a parse error: it has no byte, the rules know where the parser is.
+        throw json_syntax_error{rules.last_read(), exception_text(e)};
+    }
+    return out;
+}
+
+// What the header rules let through: an object, an array, a string or an integer.
+const char* kind_name(const json& v) {
+    if (v.is_object()) return "an object";
+    if (v.is_array()) return "an array";
+    if (v.is_string()) return "a string";
+    return "an integer";
+}
+
+// ---------------------------------------------------------------- checking the header
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
     std::string s = "[";
@@ -284,8 +189,6 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
 }
 
 std::vector<std::int64_t> to_int64(const std::vector<int>& shape) { return {shape.begin(), shape.end()}; }
-
-// ---------------------------------------------------------------- reading
 
 // One tensor entry of a header, checked for internal consistency.
 struct header_tensor {
@@ -303,47 +206,41 @@ std::string name_list(const std::vector<std::string>& names) {
     return s;
 }
 
-header_tensor check_tensor_entry(const std::string& label, const std::string& name, const json_value& v) {
+// An integer of the header as int64 (header_rules refused the others), or -1 for any other value.
+std::int64_t integer_or_minus_one(const json& v) { return v.is_number_integer() ? v.get<std::int64_t>() : -1; }
+
+header_tensor check_tensor_entry(const std::string& label, const std::string& name, const json& v) {
     auto bad = [&](const std::string& what) { return io_error(label + ": tensor " + name + ": " + what); };
-    if (v.k != json_value::kind::object) throw bad(std::string("expected an object, got ") + kind_name(v.k));
-    const json_value *dtype = nullptr, *shape = nullptr, *offsets = nullptr;
-    for (std::size_t i = 0; i < v.keys.size(); ++i) {
-        if (v.keys[i] == "dtype")
-            dtype = &v.values[i];
-        else if (v.keys[i] == "shape")
-            shape = &v.values[i];
-        else if (v.keys[i] == "data_offsets")
-            offsets = &v.values[i];
-        else
-            throw bad("unknown field \"" + v.keys[i] + "\" (expected dtype, shape, data_offsets)");
-    }
-    if (!dtype) throw bad("missing \"dtype\"");
-    if (!shape) throw bad("missing \"shape\"");
-    if (!offsets) throw bad("missing \"data_offsets\"");
-    if (dtype->k != json_value::kind::string)
-        throw bad(std::string("dtype is ") + kind_name(dtype->k) + ", expected a string");
-    if (dtype->text != "F32") throw bad("dtype " + dtype->text + ", expected F32 (attnlab checkpoints are float32)");
+    if (!v.is_object()) throw bad(std::string("expected an object, got ") + kind_name(v));
+    for (auto it = v.begin(); it != v.end(); ++it)
+        if (it.key() != "dtype" && it.key() != "shape" && it.key() != "data_offsets")
+            throw bad("unknown field \"" + it.key() + "\" (expected dtype, shape, data_offsets)");
+    const auto dtype = v.find("dtype"), shape = v.find("shape"), offsets = v.find("data_offsets");
+    if (dtype == v.end()) throw bad("missing \"dtype\"");
+    if (shape == v.end()) throw bad("missing \"shape\"");
+    if (offsets == v.end()) throw bad("missing \"data_offsets\"");
+    if (!dtype->is_string()) throw bad(std::string("dtype is ") + kind_name(*dtype) + ", expected a string");
+    const std::string& dtype_text = dtype->get_ref<const std::string&>();
+    if (dtype_text != "F32") throw bad("dtype " + dtype_text + ", expected F32 (attnlab checkpoints are float32)");
 
     header_tensor t;
     t.name = name;
-    if (shape->k != json_value::kind::array)
-        throw bad(std::string("shape is ") + kind_name(shape->k) + ", expected an array");
+    if (!shape->is_array()) throw bad(std::string("shape is ") + kind_name(*shape) + ", expected an array");
     std::uint64_t numel = 1;
-    for (const auto& d : shape->values) {
-        if (d.k != json_value::kind::integer || d.number < 0)
-            throw bad("shape must be an array of non-negative integers");
-        t.shape.push_back(d.number);
+    for (const json& item : *shape) {
+        const std::int64_t d = integer_or_minus_one(item);
+        if (d < 0) throw bad("shape must be an array of non-negative integers");
+        t.shape.push_back(d);
         // Overflow guard: anything beyond 2^62 bytes cannot be in a file anyway.
-        if (d.number != 0 && numel > (std::uint64_t{1} << 60) / static_cast<std::uint64_t>(d.number))
+        if (d != 0 && numel > (std::uint64_t{1} << 60) / static_cast<std::uint64_t>(d))
             throw bad("shape " + shape_text(t.shape) + " is too large");
-        numel *= static_cast<std::uint64_t>(d.number);
+        numel *= static_cast<std::uint64_t>(d);
     }
-    if (offsets->k != json_value::kind::array || offsets->values.size() != 2 ||
-        offsets->values[0].k != json_value::kind::integer || offsets->values[1].k != json_value::kind::integer ||
-        offsets->values[0].number < 0 || offsets->values[1].number < 0)
-        throw bad("data_offsets must be [begin, end], two non-negative integers");
-    t.begin = static_cast<std::uint64_t>(offsets->values[0].number);
-    t.end = static_cast<std::uint64_t>(offsets->values[1].number);
+    const std::int64_t begin = offsets->is_array() && offsets->size() == 2 ? integer_or_minus_one((*offsets)[0]) : -1;
+    const std::int64_t end = offsets->is_array() && offsets->size() == 2 ? integer_or_minus_one((*offsets)[1]) : -1;
+    if (begin < 0 || end < 0) throw bad("data_offsets must be [begin, end], two non-negative integers");
+    t.begin = static_cast<std::uint64_t>(begin);
+    t.end = static_cast<std::uint64_t>(end);
     if (t.end < t.begin)
         throw bad("data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
                   "] end before they begin");
@@ -354,14 +251,16 @@ header_tensor check_tensor_entry(const std::string& label, const std::string& na
     return t;
 }
 
-void read_metadata(const std::string& label, const json_value& v, safetensors_metadata* out) {
-    if (v.k != json_value::kind::object)
-        throw io_error(label + ": " + metadata_key + " is " + kind_name(v.k) + ", expected an object of strings");
-    for (std::size_t i = 0; i < v.keys.size(); ++i) {
-        if (v.values[i].k != json_value::kind::string)
-            throw io_error(label + ": " + metadata_key + "." + v.keys[i] + " is " + kind_name(v.values[i].k) +
-                           ", expected a string");
-        if (out) out->emplace_back(v.keys[i], v.values[i].text);
+// __metadata__ (`v`, whose names are `order` in file order) into `out` if given.
+void read_metadata(const std::string& label, const json& v, const std::vector<std::string>& order,
+                   safetensors_metadata* out) {
+    if (!v.is_object())
+        throw io_error(label + ": " + metadata_key + " is " + kind_name(v) + ", expected an object of strings");
+    for (const std::string& key : order) {
+        const json& value = v.at(key);
+        if (!value.is_string())
+            throw io_error(label + ": " + metadata_key + "." + key + " is " + kind_name(value) + ", expected a string");
+        if (out) out->emplace_back(key, value.get<std::string>());
     }
 }
 
@@ -372,45 +271,33 @@ std::string safetensors_encode(const param_layout& layout, const std::vector<flo
     if (params.size() != layout.total())
         throw std::logic_error("safetensors_encode: " + std::to_string(params.size()) + " parameters for a layout of " +
                                std::to_string(layout.total()));
-    std::string header = "{\"";
-    header += metadata_key;
-    header += "\":{\"format\":\"attnlab\",\"version\":";
-    append_json_string(header, ATTNLAB_VERSION);
-    for (const auto& [k, v] : extra) {
-        header += ',';
-        append_json_string(header, k);
-        header += ':';
-        append_json_string(header, v);
-    }
-    header += '}';
+    // Members in insertion order: the metadata, then the tensors in layout order.
+    nlohmann::ordered_json header;
+    nlohmann::ordered_json& metadata = header[metadata_key];
+    metadata["format"] = "attnlab";
+    metadata["version"] = ATTNLAB_VERSION;
+    for (const auto& [k, v] : extra) metadata[k] = v;
     std::size_t expected_offset = 0;
     for (const auto& t : layout.tensors()) {
         // The data section is the flat buffer itself: layouts are contiguous by construction.
         if (t.offset != expected_offset)
             throw std::logic_error("safetensors_encode: layout is not contiguous at " + t.name);
         expected_offset += t.size;
-        header += ',';
-        append_json_string(header, t.name);
-        header += ":{\"dtype\":\"F32\",\"shape\":[";
-        for (std::size_t i = 0; i < t.shape.size(); ++i) {
-            if (i) header += ',';
-            header += std::to_string(t.shape[i]);
-        }
-        header += "],\"data_offsets\":[";
-        header += std::to_string(t.offset * sizeof(float));
-        header += ',';
-        header += std::to_string((t.offset + t.size) * sizeof(float));
-        header += "]}";
+        nlohmann::ordered_json& entry = header[t.name];
+        entry["dtype"] = "F32";
+        entry["shape"] = t.shape;
+        entry["data_offsets"] = {t.offset * sizeof(float), (t.offset + t.size) * sizeof(float)};
     }
-    header += '}';
-    header.append((header_align - header.size() % header_align) % header_align, ' ');
+    // Compact; bytes that are not UTF-8 (only possible in `extra`) become U+FFFD.
+    std::string text = header.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    text.append((header_align - text.size() % header_align) % header_align, ' ');
 
     const std::size_t data_bytes = params.size() * sizeof(float);
     std::string out;
-    out.reserve(length_bytes + header.size() + data_bytes);
-    const std::uint64_t n = header.size();
+    out.reserve(length_bytes + text.size() + data_bytes);
+    const std::uint64_t n = text.size();
     for (std::size_t i = 0; i < length_bytes; ++i) out += static_cast<char>((n >> (8 * i)) & 0xFF);
-    out += header;
+    out += text;
     out.append(reinterpret_cast<const char*>(params.data()), data_bytes);
     return out;
 }
@@ -429,22 +316,21 @@ std::vector<float> safetensors_decode(const std::string& bytes, const std::strin
         throw io_error(label + ": header length " + std::to_string(n) + " is larger than the file (" +
                        std::to_string(after_length) + " bytes follow the length): truncated or not a safetensors file");
 
-    const std::string header = bytes.substr(length_bytes, n);
-    json_value root;
+    parsed_header header;
     try {
-        root = json_parser(header).parse_document();
+        header = parse_header(bytes.data() + length_bytes, bytes.data() + length_bytes + n);
     } catch (const json_syntax_error& e) {
         throw io_error(label + ": malformed JSON header at header byte " + std::to_string(e.pos) + ": " + e.what);
     }
-    if (root.k != json_value::kind::object)
-        throw io_error(label + ": header is " + kind_name(root.k) + ", expected a JSON object");
+    const json& root = header.root;
+    if (!root.is_object()) throw io_error(label + ": header is " + kind_name(root) + ", expected a JSON object");
 
     std::vector<header_tensor> tensors;
-    for (std::size_t i = 0; i < root.keys.size(); ++i) {
-        if (root.keys[i] == metadata_key)
-            read_metadata(label, root.values[i], metadata);
+    for (const std::string& name : header.member_order) {
+        if (name == metadata_key)
+            read_metadata(label, root.at(name), header.metadata_order, metadata);
         else
-            tensors.push_back(check_tensor_entry(label, root.keys[i], root.values[i]));
+            tensors.push_back(check_tensor_entry(label, name, root.at(name)));
     }
 
     // The tensors must tile the data section exactly: no overlap, no gap, no tail.

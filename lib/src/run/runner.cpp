@@ -24,6 +24,7 @@
 
 #include "attnlab/io/csv.hpp"
 #include "attnlab/io/files.hpp"
+#include "attnlab/run/metrics_csv.hpp"
 #include "attnlab/model/params.hpp"
 #include "attnlab/run/resources.hpp"
 #include "attnlab/run/run_dir.hpp"
@@ -31,6 +32,7 @@
 #include "attnlab/run/sweep_dir.hpp"
 #include "attnlab/train/checkpoint.hpp"
 #include "attnlab/train/memory_estimate.hpp"
+#include "attnlab/train/resume_state.hpp"
 #include "attnlab/train/trainer.hpp"
 #include "attnlab/util/error.hpp"
 
@@ -80,9 +82,6 @@ std::string duration_text(double s) {
     return buf;
 }
 
-const std::vector<std::string> metrics_header = {"step", "split",     "loss",         "token_acc", "seq_acc",
-                                                 "lr",   "grad_norm", "tokens_per_s", "elapsed_s"};
-
 std::vector<std::string> metrics_fields(const metrics_row& r) {
     return {std::to_string(r.step),
             r.split,
@@ -122,52 +121,6 @@ private:
     std::string path_;
     int fd_ = -1;
 };
-
-// Rows of metrics.csv a run has written after `step` of its steps: the test
-// row of step 0, then a train and a test row at each evaluation step.
-std::size_t metrics_rows_after(const train_config& tc, int step) {
-    return 1 + 2 * static_cast<std::size_t>(step / tc.eval_every);  // step < tc.steps
-}
-
-// Cuts metrics.csv back to its header and the rows of steps <= `step`
-// (atomically); false, with the file untouched, when it does not hold
-// exactly the rows a run has written by then (then the run is redone).
-bool keep_metrics_up_to(const std::string& path, const train_config& tc, int step, std::string& why) {
-    std::string text;
-    try {
-        text = read_file(path);
-    } catch (const io_error& e) {
-        why = e.what();
-        return false;
-    }
-    const std::string header = csv_line(metrics_header);
-    if (text.compare(0, header.size(), header) != 0) {
-        why = path + " has another header";
-        return false;
-    }
-    std::size_t end = header.size(), rows = 0;
-    for (std::size_t at = end; at < text.size();) {
-        const auto nl = text.find('\n', at);
-        if (nl == std::string::npos) break;  // a row cut short by a kill or a full disk
-        int row_step = -1;
-        const auto [p, ec] = std::from_chars(text.data() + at, text.data() + nl, row_step);
-        if (ec != std::errc() || p == text.data() + nl || *p != ',') {
-            why = path + ": malformed row " + std::to_string(rows + 1);
-            return false;
-        }
-        if (row_step > step) break;
-        ++rows;
-        end = at = nl + 1;
-    }
-    const std::size_t want = metrics_rows_after(tc, step);
-    if (rows != want) {
-        why = path + " has " + std::to_string(rows) + " rows up to step " + std::to_string(step) + ", expected " +
-              std::to_string(want);
-        return false;
-    }
-    if (end != text.size()) write_file_atomic(path, text.substr(0, end));
-    return true;
-}
 
 // What became of one run a worker took.
 enum class attempt_kind { trained, done_elsewhere, busy, interrupted };

@@ -6,11 +6,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include <yaml-cpp/yaml.h>
-
 #include "attnlab/attention/recurrent.hpp"
 #include "attnlab/io/csv.hpp"
-#include "attnlab/io/files.hpp"
 #include "attnlab/util/error.hpp"
 
 namespace attnlab {

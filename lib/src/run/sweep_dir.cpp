@@ -20,6 +20,7 @@
 #include "attnlab/io/files.hpp"
 #include "attnlab/run/run_dir.hpp"
 #include "attnlab/run/summary.hpp"
+#include "attnlab/train/resume_state.hpp"
 #include "attnlab/util/error.hpp"
 
 namespace attnlab {

@@ -11,15 +11,6 @@
 
 namespace attnlab {
 
-const char* to_string(run_status s) {
-    switch (s) {
-        case run_status::ok: return "ok";
-        case run_status::diverged: return "diverged";
-        case run_status::interrupted: return "interrupted";
-    }
-    return "?";
-}
-
 namespace {
 
 // Running sums of answer-position metrics over examples.
@@ -68,16 +59,6 @@ double seconds_since(clock_type::time_point t0) {
 }
 
 }  // namespace
-
-std::string describe(const run_result& r) {
-    std::string text = r.reason;
-    if (r.nonpositive_denominator_steps > 0) {
-        if (!text.empty()) text += "; ";
-        text += "softmax denominator <= 0 in " + std::to_string(r.nonpositive_denominator_steps) +
-                " steps (first at step " + std::to_string(r.first_nonpositive_step) + ")";
-    }
-    return text;
-}
 
 eval_metrics evaluate(transformer<float>& model, const batch& data, int chunk_B) {
     metrics_accumulator acc;

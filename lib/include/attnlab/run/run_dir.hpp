@@ -4,7 +4,7 @@
 //   config.yaml        the run's configuration (run_config_to_yaml)
 //   metrics.csv        a row per evaluation (runner.cpp streams it)
 //   model.safetensors  the trained parameters (train/checkpoint.hpp)
-//   resume.state       a run stopped mid-way (train/checkpoint.hpp)
+//   resume.state       a run stopped mid-way (train/resume_state.hpp)
 //   result.yaml        written last, atomically: it marks the run done
 //   .lock              flock(2) of the process training the run
 // The sweep's directory around it is in sweep_dir.hpp; the order in which a
@@ -15,18 +15,15 @@
 
 #include "attnlab/attention/recurrent.hpp"
 #include "attnlab/model/transformer.hpp"
+#include "attnlab/run/result_file.hpp"  // run_result_to_yaml, read_run_result
 #include "attnlab/train/trainer.hpp"
 
 namespace attnlab {
 
 inline constexpr const char* result_filename = "result.yaml";
 
-// The text of result.yaml.
-std::string run_result_to_yaml(const run_result& r);
 // run_result_to_yaml written atomically to <run_dir>/result.yaml.
 void write_run_result(const std::string& run_dir, const run_result& r);
-// Reads a result.yaml; nullopt when absent. Throws io_error when malformed.
-std::optional<run_result> read_run_result(const std::string& path);
 
 // The result of a done run: <run_dir>/result.yaml beside a config.yaml whose
 // text is `config_yaml`, with a status other than interrupted. nullopt

@@ -1,9 +1,10 @@
 // The sweep's summary.csv and table.md, built from its runs' results
-// (result.yaml, read by run_dir.hpp).
+// (result.yaml, read and written by result_file.hpp).
 #pragma once
 #include <string>
 #include <vector>
 
+#include "attnlab/run/result_file.hpp"  // run_result_to_yaml, read_run_result
 #include "attnlab/spec/spec.hpp"
 #include "attnlab/train/trainer.hpp"
 

@@ -1,0 +1,112 @@
+// result.yaml of a finished run, written and read with yaml-cpp.
+#include "attnlab/run/result_file.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include "attnlab/io/csv.hpp"
+#include "attnlab/util/error.hpp"
+
+namespace attnlab {
+
+namespace {
+
+// `s` as a YAML double-quoted scalar: quotes, backslashes and control
+// characters escaped, so that any reason reads back as it was.
+std::string yaml_quoted(const std::string& s) {
+    std::string out = "\"";
+    for (const char c : s) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+            out += buf;
+        } else {
+            out += c;
+        }
+    }
+    return out + '"';
+}
+
+// A number in YAML's spelling: the non-finite ones are .nan, .inf and -.inf
+// (format_number's nan and inf are strings to a YAML reader).
+std::string yaml_number(double v) {
+    if (std::isnan(v)) return ".nan";
+    if (std::isinf(v)) return v > 0 ? ".inf" : "-.inf";
+    return format_number(v);
+}
+
+}  // namespace
+
+std::string run_result_to_yaml(const run_result& r) {
+    std::ostringstream s;
+    auto metrics = [&](const char* name, const eval_metrics& m) {
+        s << name << ": {loss: " << yaml_number(m.loss) << ", token_acc: " << yaml_number(m.token_acc)
+          << ", seq_acc: " << yaml_number(m.seq_acc) << "}\n";
+    };
+    s << "status: " << to_string(r.status) << "\n";
+    s << "reason: " << yaml_quoted(r.reason) << "\n";
+    s << "steps: " << r.steps << "\n";
+    metrics("final_test", r.final_test);
+    metrics("best_test", r.best_test);
+    s << "best_step: " << r.best_step << "\n";
+    s << "wall_s: " << yaml_number(r.wall_s) << "\n";
+    s << "params: " << r.params << "\n";
+    s << "nonpositive_denominator_steps: " << r.nonpositive_denominator_steps << "\n";
+    s << "first_nonpositive_step: " << r.first_nonpositive_step << "\n";
+    return s.str();
+}
+
+namespace {
+run_status parse_status(const std::string& s, const std::string& path) {
+    if (s == "ok") return run_status::ok;
+    if (s == "diverged") return run_status::diverged;
+    if (s == "interrupted") return run_status::interrupted;
+    throw io_error(path + ": unknown status '" + s + "'");
+}
+// A number: YAML's spellings, and also nan, inf and -inf, which attnlab
+// wrote for non-finite metrics before it wrote YAML's .nan and .inf.
+double parse_number(const YAML::Node& n) {
+    if (n.IsScalar()) {
+        const std::string& t = n.Scalar();
+        if (t == "nan") return std::numeric_limits<double>::quiet_NaN();
+        if (t == "inf") return std::numeric_limits<double>::infinity();
+        if (t == "-inf") return -std::numeric_limits<double>::infinity();
+    }
+    return n.as<double>();
+}
+eval_metrics parse_metrics(const YAML::Node& n) {
+    return {parse_number(n["loss"]), parse_number(n["token_acc"]), parse_number(n["seq_acc"])};
+}
+}  // namespace
+
+std::optional<run_result> read_run_result(const std::string& path) {
+    std::ifstream probe(path);
+    if (!probe) return std::nullopt;
+    try {
+        const YAML::Node n = YAML::LoadFile(path);
+        run_result r;
+        r.status = parse_status(n["status"].as<std::string>(), path);
+        r.reason = n["reason"].as<std::string>();
+        r.steps = n["steps"].as<int>();
+        r.final_test = parse_metrics(n["final_test"]);
+        r.best_test = parse_metrics(n["best_test"]);
+        r.best_step = n["best_step"].as<int>();
+        r.wall_s = parse_number(n["wall_s"]);
+        r.params = n["params"].as<std::size_t>();
+        r.nonpositive_denominator_steps = n["nonpositive_denominator_steps"].as<long>();
+        r.first_nonpositive_step = n["first_nonpositive_step"].as<int>();
+        return r;
+    } catch (const YAML::Exception& e) {
+        throw io_error(path + ": malformed run result (" + e.what() + ")");
+    }
+}
+
+}  // namespace attnlab
