@@ -96,8 +96,8 @@ TEST_CASE("eval refuses a recurrent Taylor order-12 state that cannot fit, at on
     temp_dir dir;
     const fs::path run = trained_run(dir, "taylor12", taylor12_spec);
     const auto t0 = std::chrono::steady_clock::now();
-    const std::string err = usage_error({"eval", run.string(), "--form", "recurrent", "--layout", "symmetric",
-                                         "--max-memory", "1G"});
+    const std::string err =
+        usage_error({"eval", run.string(), "--form", "recurrent", "--layout", "symmetric", "--max-memory", "1G"});
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     // 32 sequences x (C(28, 12) features x (16 + 3) + 16) floats: about 68.9 GiB.
     CHECK_THAT(err, Contains("not enough memory: eval of") && Contains("recurrent states 68.9 GiB") &&
@@ -128,7 +128,8 @@ TEST_CASE("eval --set changes test-time keys only, and is guarded by the estimat
                Contains("--set: model.d_model: not a test-time key") && Contains("would change the trained model"));
     CHECK_THAT(usage_error({"eval", run.string(), "--set", "task.test_max_lne=8"}),
                Contains("did you mean 'task.test_max_len'?"));
-    CHECK_THAT(usage_error({"eval", run.string(), "--set", "task.test_max_len=0"}), Contains("--set: task.test_max_len"));
+    CHECK_THAT(usage_error({"eval", run.string(), "--set", "task.test_max_len=0"}),
+               Contains("--set: task.test_max_len"));
     CHECK_THAT(usage_error({"eval", run.string(), "--set", "task.test_examples=1000000000", "--max-memory", "1G"}),
                Contains("not enough memory: eval of"));
 }
@@ -136,14 +137,17 @@ TEST_CASE("eval --set changes test-time keys only, and is guarded by the estimat
 TEST_CASE("the memory estimate saturates instead of wrapping", "[cli]") {
     temp_dir dir;
     write_text(dir / "t.yaml", taylor12_spec);
-    const std::vector<std::string> huge = {"--set", "model.d_model=16777216", "--set",  "model.heads=1",
-                                           "--set", "model.layers=64",        "--set",  "model.mlp=swiglu",
-                                           "--set", "model.mlp_hidden=2147483647", "--set", "attention.order=1"};
+    const std::vector<std::string> huge = {"--set", "model.d_model=16777216",
+                                           "--set", "model.heads=1",
+                                           "--set", "model.layers=64",
+                                           "--set", "model.mlp=swiglu",
+                                           "--set", "model.mlp_hidden=2147483647",
+                                           "--set", "attention.order=1"};
     std::vector<std::string> args = {"run", (dir / "t.yaml").string(), "--out", (dir / "out").string()};
     args.insert(args.end(), huge.begin(), huge.end());
     const std::string err = usage_error(args);
-    CHECK_THAT(err, Contains("not enough memory") && Contains("needs about 16.0 EiB") &&
-                        Contains("parameters 16.0 EiB"));
+    CHECK_THAT(err,
+               Contains("not enough memory") && Contains("needs about 16.0 EiB") && Contains("parameters 16.0 EiB"));
     CHECK(!fs::exists(dir / "out" / "taylor12" / "runs"));
 }
 

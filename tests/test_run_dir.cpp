@@ -10,6 +10,7 @@
 
 #include "attnlab/run/run_dir.hpp"
 #include "attnlab/train/checkpoint.hpp"
+#include "attnlab/train/resume_state.hpp"
 #include "attnlab/util/error.hpp"
 #include "support/process_support.hpp"
 
