@@ -94,11 +94,12 @@ void add_eval(CLI::App& app, action& chosen) {
             set_threads(*threads);
             const int cores = static_cast<int>(std::thread::hardware_concurrency());
             const inference_memory need = estimate_eval_memory(test, *threads > 0 ? *threads : cores, f, l);
-            require_memory("eval of " + *run_dir + " (" + *form + " form)", need.total(), eval_memory_terms(need),
-                           limit,
-                           f == attention_form::recurrent
-                               ? "Use --form parallel or the symmetric layout, or set --max-memory"
-                               : "Lower task.test_examples or the test lengths with --set, or set --max-memory");
+            require_memory(
+                "eval of " + *run_dir + " (" + *form + " form)", need.total(), eval_memory_terms(need), limit,
+                f == attention_form::recurrent
+                    ? (l == state_layout::full ? "Use --form parallel or --layout symmetric, or set --max-memory"
+                                               : "Use --form parallel, or set --max-memory")
+                    : "Lower task.test_examples or the test lengths with --set, or set --max-memory");
             const eval_metrics m = evaluate_run_dir(*run_dir, trained, test, f, l);
             std::cout << "test loss " << format_number(m.loss) << " token_acc " << format_number(m.token_acc)
                       << " seq_acc " << format_number(m.seq_acc) << "\n";
