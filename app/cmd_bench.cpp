@@ -17,8 +17,12 @@
 #include "attnlab/bench/train_bench.hpp"
 #include "attnlab/spec/spec.hpp"
 #include "attnlab/io/files.hpp"
+#include "attnlab/train/inference_memory.hpp"
+#include "attnlab/train/memory_estimate.hpp"
+#include "attnlab/run/resources.hpp"
 #include "attnlab/run/runner.hpp"
 #include "attnlab/util/error.hpp"
+#include "cli_values.hpp"
 #include "commands.hpp"
 
 namespace attnlab::cli {
@@ -38,25 +42,30 @@ void add_bench_train(CLI::App& bench, action& chosen) {
     cmd->add_option("SPEC", *spec, "Spec whose first run's model, attention, task and batch are timed")
         ->type_name("SPEC");
     cmd->add_option("--config", *config, "A built-in configuration instead of a spec: quickstart or larger")
+        ->check(one_of(bench_config_names()))
         ->type_name("NAME");
     cmd->add_option("--set", *overrides, "Override a dotted key, e.g. --set attention.numerator=taylor")
         ->type_name("KEY=VALUE");
     cmd->add_option("--threads", opt->threads, "Thread settings to time, each side")
         ->capture_default_str()
-        ->check(CLI::Range(1, 256));
+        ->check(integer_in(1, 256));
     cmd->add_option("--steps", opt->steps, "Timed steps per repeat")
         ->capture_default_str()
-        ->check(CLI::Range(1, 100000));
+        ->check(integer_in(1, 100000));
     cmd->add_option("--repeats", opt->repeats, "Repeats per round, side and thread setting")
         ->capture_default_str()
-        ->check(CLI::Range(1, 1000));
+        ->check(integer_in(1, 1000));
     cmd->add_option("--rounds", opt->rounds, "Alternating rounds of both sides")
         ->capture_default_str()
-        ->check(CLI::Range(1, 100));
+        ->check(integer_in(1, 100));
     cmd->add_option("--warmup", opt->warmup, "Untimed steps before each side's repeats")
         ->capture_default_str()
-        ->check(CLI::Range(0, 1000));
+        ->check(integer_in(0, 1000));
     cmd->add_flag("--no-torch", *no_torch, "Time attnlab only");
+    auto max_memory = std::make_shared<std::string>();
+    cmd->add_option("--max-memory", *max_memory,
+                    "Memory attnlab's side may take (e.g. 4G, 512M); default: what the machine has available")
+        ->type_name("SIZE");
     cmd->add_option("--python", opt->python, "Python with torch and numpy")->capture_default_str();
     cmd->add_option("--torch-script", opt->torch_script, "The PyTorch side")->capture_default_str();
     cmd->callback([=, &chosen] {
@@ -64,6 +73,8 @@ void add_bench_train(CLI::App& bench, action& chosen) {
             if (spec->empty() == config->empty())
                 throw config_error("bench train: give a SPEC or --config quickstart|larger (one of them)");
             train_bench_options o = *opt;
+            const memory_limit limit =
+                resolve_memory_limit(max_memory->empty() ? 0 : parse_size(*max_memory, "--max-memory"));
             const experiment_spec e =
                 spec->empty() ? parse_spec(bench_config_yaml(*config), "<config " + *config + ">", *overrides)
                               : load_spec(*spec, *overrides);
@@ -71,6 +82,12 @@ void add_bench_train(CLI::App& bench, action& chosen) {
             o.label = spec->empty() ? *config : *spec;
             if (e.runs.size() > 1)
                 spdlog::info("bench train: timing the first of {} runs ({})", e.runs.size(), e.runs.front().id);
+            // Training at the largest thread setting: the most attnlab's side allocates at once.
+            const int threads = *std::max_element(o.threads.begin(), o.threads.end());
+            const memory_estimate need = estimate_training_memory(o.config, threads);
+            require_memory("bench train of " + e.runs.front().id, need.total(),
+                           fmt::format("training at {} thread{}", threads, threads == 1 ? "" : "s"), limit,
+                           "Lower train.batch, the sequence length or the model with --set, or set --max-memory");
             o.torch = !*no_torch;
             std::string dir = (std::filesystem::temp_directory_path() / "attnlab-bench-XXXXXX").string();
             if (!mkdtemp(dir.data())) throw std::runtime_error("cannot create a temporary directory in " + dir);
@@ -99,13 +116,20 @@ void add_bench(CLI::App& app, action& chosen) {
     auto opt = std::make_shared<generate_bench_options>();
     auto out = std::make_shared<std::string>("results/bench");
     auto only = std::make_shared<std::vector<std::string>>();
+    auto max_memory = std::make_shared<std::string>();
     gen->add_option("--max-len", opt->max_len, "Tokens to decode per variant")
         ->capture_default_str()
-        ->check(CLI::Range(128, 1 << 20));
-    gen->add_option("--d-model", opt->model.d_model, "Model width")->capture_default_str()->check(CLI::Range(2, 4096));
-    gen->add_option("--heads", opt->model.heads, "Heads")->capture_default_str()->check(CLI::Range(1, 256));
-    gen->add_option("--layers", opt->model.layers, "Layers")->capture_default_str()->check(CLI::Range(1, 64));
-    gen->add_option("--variant", *only, "Only these variants (repeatable), e.g. exp-kv_cache, taylor2-symmetric, elu1");
+        ->check(integer_in(128, 1 << 20));
+    gen->add_option("--d-model", opt->model.d_model, "Model width")->capture_default_str()->check(integer_in(2, 4096));
+    gen->add_option("--heads", opt->model.heads, "Heads")->capture_default_str()->check(integer_in(1, 256));
+    gen->add_option("--layers", opt->model.layers, "Layers")->capture_default_str()->check(integer_in(1, 64));
+    std::vector<std::string> variant_names;
+    for (const auto& v : default_generate_variants()) variant_names.push_back(v.name);
+    gen->add_option("--variant", *only, "Only these variants (repeatable), e.g. exp-kv_cache, taylor2-symmetric, elu1")
+        ->check(one_of(variant_names));
+    gen->add_option("--max-memory", *max_memory,
+                    "Memory one variant may take (e.g. 4G, 512M); default: what the machine has available")
+        ->type_name("SIZE");
     gen->add_option("--out", *out, "Directory for generate.csv")->capture_default_str();
     gen->callback([=, &chosen] {
         chosen = [=] {
@@ -116,6 +140,17 @@ void add_bench(CLI::App& app, action& chosen) {
                 if (only->empty() || std::find(only->begin(), only->end(), v.name) != only->end())
                     variants.push_back(v);
             if (variants.empty()) throw config_error("--variant: no such variant");
+            // The variants run one after another: the largest must fit.
+            const memory_limit limit =
+                resolve_memory_limit(max_memory->empty() ? 0 : parse_size(*max_memory, "--max-memory"));
+            for (const auto& v : variants) {
+                const inference_memory need =
+                    estimate_generate_memory(opt->model, v.attention, opt->vocab, opt->max_len, v.layout);
+                require_memory("bench generate of " + v.name, need.total(),
+                               fmt::format("model {}, states of {} tokens {}", format_bytes(double(need.model)),
+                                           opt->max_len, format_bytes(double(need.state))),
+                               limit, "Lower --max-len, --d-model or --layers, or set --max-memory");
+            }
             set_threads(1);  // batch 1 decoding: one core, no thread hand-offs
             spdlog::info("bench generate: {} variants, {} tokens each, d_model {}, {} heads, {} layers",
                          variants.size(), opt->max_len, opt->model.d_model, opt->model.heads, opt->model.layers);

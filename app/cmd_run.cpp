@@ -14,6 +14,7 @@
 
 #include "attnlab/run/resources.hpp"
 #include "attnlab/run/runner.hpp"
+#include "cli_values.hpp"
 #include "commands.hpp"
 #include "spec_options.hpp"
 
@@ -61,10 +62,10 @@ void add_run(CLI::App& app, action& chosen) {
     cmd->add_option("--out", *out, "Directory that receives <name>/")->capture_default_str()->type_name("DIR");
     cmd->add_option("--threads", *threads, "Threads for OpenMP and Eigen, shared by the jobs (0: all cores)")
         ->capture_default_str()
-        ->check(CLI::Range(0, 1024));
+        ->check(integer_in(0, 1024));
     cmd->add_option("--jobs", *jobs, "Runs trained at once, each with max(1, threads/jobs) threads")
         ->capture_default_str()
-        ->check(CLI::Range(1, 1024));
+        ->check(integer_in(1, 1024));
     cmd->add_option("--shard", *shard,
                     "Train only runs i with i mod N == I (0-based I/N, e.g. 0/3; run `attnlab summarize` after "
                     "every shard)")
@@ -76,7 +77,7 @@ void add_run(CLI::App& app, action& chosen) {
     cmd->add_option("--save-every", *save_every,
                     "Seconds between saves of a run's resume state (0: only when stopped by SIGINT or SIGTERM)")
         ->capture_default_str()
-        ->check(CLI::Range(0.0, 1e9))
+        ->check(number_in(0, 1e9, "a number of seconds"))
         ->type_name("SECONDS");
     cmd->add_flag("--overwrite", *overwrite,
                   "Retrain finished runs whose configuration the spec or --set changed (otherwise refused), and "

@@ -3,11 +3,14 @@
 // input, 1 anything else) with one line on stderr.
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "attnlab/util/error.hpp"
+#include "cli_errors.hpp"
 #include "commands.hpp"
 
 int main(int argc, char** argv) {
@@ -29,11 +32,15 @@ int main(int argc, char** argv) {
     logger->set_pattern("%H:%M:%S %^%l%$ %v");
     spdlog::set_default_logger(logger);
 
+    if (const auto message = cli::verb_error(app, std::vector<std::string>(argv + 1, argv + argc))) {
+        std::fprintf(stderr, "attnlab: error: %s\n", message->c_str());
+        return cli::exit_bad_input;
+    }
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-        std::fprintf(stderr, "attnlab: error: %s (see attnlab --help)\n", e.what());
+        std::fprintf(stderr, "attnlab: error: %s\n", cli::describe_parse_error(app, e).c_str());
         return cli::exit_bad_input;
     }
     try {

@@ -8,6 +8,7 @@
 #include "attnlab/attention/variants.hpp"
 #include "attnlab/model/params.hpp"
 #include "attnlab/ops/ops.hpp"
+#include "attnlab/util/saturating_size.hpp"
 
 namespace attnlab {
 
@@ -59,7 +60,10 @@ buffer_entry floats(buffer_group g, sz elements, sz copies, bool kept, sz f) { r
 buffer_entry plan_entry(model_buffer b, const dims& d) {
     using bg = buffer_group;
     using mb = model_buffer;
-    const sz NC = d.N * d.C, NF = d.N * d.F, NG = d.N * d.NH, f = d.f, L = d.L;
+    // Products saturate (util/saturating_size.hpp): a huge config never wraps to a small plan.
+    const sz NC = mul_saturating(d.N, d.C), NF = mul_saturating(d.N, d.F), NG = mul_saturating(d.N, d.NH), f = d.f,
+             L = d.L;
+    const sz AC = mul_saturating(d.A, d.C), AV = mul_saturating(d.A, d.V);
     auto act = [&](sz n, sz copies, bool kept) { return floats(bg::activations, n, copies, kept, f); };
     auto cache = [&](sz n, bool kept) { return floats(bg::attention, n, L, kept, f); };
     auto bwd = [&](sz n) { return floats(bg::backward, n, 1, false, f); };
@@ -82,9 +86,9 @@ buffer_entry plan_entry(model_buffer b, const dims& d) {
         case mb::mlp_act: return act(d.mlp ? NF : 0, L, true);
         case mb::final_norm: return act(NC, 1, false);  // the head reads the answer rows' copy
         case mb::final_rstd: return act(d.N, 1, true);
-        case mb::answer_norm: return act(d.A * d.C, 1, true);
-        case mb::logits: return act(d.A * d.V, 1, false);
-        case mb::probs: return act(d.A * d.V, 1, true);
+        case mb::answer_norm: return act(AC, 1, true);
+        case mb::logits: return act(AV, 1, false);
+        case mb::probs: return act(AV, 1, true);
         case mb::answer_losses: return act(d.A, 1, false);
         case mb::answer_rows: return {bg::activations, d.A, 1, sizeof(int), false};
         case mb::answer_targets:
@@ -111,8 +115,8 @@ buffer_entry plan_entry(model_buffer b, const dims& d) {
         case mb::d_in_gate:
         case mb::d_out_gate:
         case mb::d_gate_pre: return bwd(NG);
-        case mb::d_answer_norm: return bwd(d.A * d.C);
-        case mb::d_logits: return bwd(d.A * d.V);
+        case mb::d_answer_norm: return bwd(AC);
+        case mb::d_logits: return bwd(AV);
         case mb::rope_cos:
         case mb::rope_sin: return floats(bg::tables, d.rope_table, 1, false, f);
         case mb::scratch_S:
@@ -136,14 +140,14 @@ buffer_entry plan_entry(model_buffer b, const dims& d) {
 std::size_t buffer_plan::bytes(buffer_group g) const {
     std::size_t n = 0;
     for (const auto& e : entries)
-        if (e.group == g) n += e.bytes();
+        if (e.group == g) n = add_saturating(n, e.bytes());
     return n;
 }
 
 std::size_t buffer_plan::kept_for_backward_bytes() const {
     std::size_t n = 0;
     for (const auto& e : entries)
-        if (e.kept_for_backward) n += e.bytes();
+        if (e.kept_for_backward) n = add_saturating(n, e.bytes());
     return n;
 }
 

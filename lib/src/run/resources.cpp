@@ -10,6 +10,7 @@
 #include <string>
 
 #include "attnlab/util/error.hpp"
+#include "attnlab/util/saturating_size.hpp"
 
 namespace attnlab {
 
@@ -49,9 +50,9 @@ std::size_t parse_size(const std::string& text, const std::string& option) {
 }
 
 std::string format_bytes(double bytes) {
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     int u = 0;
-    while (bytes >= 1024 && u < 4) {
+    while (bytes >= 1024 && u < 6) {
         bytes /= 1024;
         ++u;
     }
@@ -130,6 +131,20 @@ memory_limit machine_memory_limit() {
     walk("/sys/fs/cgroup", cgroup_path(""), "memory.max", "memory.current");                                 // v2
     walk("/sys/fs/cgroup/memory", cgroup_path("memory"), "memory.limit_in_bytes", "memory.usage_in_bytes");  // v1
     return out;
+}
+
+memory_limit resolve_memory_limit(std::size_t max_memory) {
+    return max_memory > 0 ? memory_limit{max_memory, "--max-memory"} : machine_memory_limit();
+}
+
+void require_memory(const std::string& what, std::size_t need, const std::string& terms, const memory_limit& limit,
+                    const std::string& advice) {
+    if (limit.bytes == 0 || need <= limit.bytes) return;  // no limit known: not checked, as run does
+    const std::string about = need == size_saturated ? "more than 16 EiB (more than 64 bits count)"
+                                                     : "about " + format_bytes(static_cast<double>(need));
+    throw config_error("not enough memory: " + what + " needs " + about + (terms.empty() ? "" : " (" + terms + ")") +
+                       "; the limit is " + format_bytes(static_cast<double>(limit.bytes)) + " (" + limit.source +
+                       "). " + advice + "; nothing was run");
 }
 
 }  // namespace attnlab

@@ -134,7 +134,7 @@ void remove_run_temporaries(const std::string& run_dir) {
     for (const auto& p : stale) fs::remove(p, ec);
 }
 
-eval_metrics evaluate_run_dir(const std::string& run_dir, attention_form form, state_layout layout) {
+run_config read_run_dir_config(const std::string& run_dir) {
     std::error_code ec;
     if (!fs::is_directory(run_dir, ec))
         throw config_error(
@@ -143,9 +143,18 @@ eval_metrics evaluate_run_dir(const std::string& run_dir, attention_form form, s
     const std::string config_path = run_dir + "/config.yaml";
     if (!fs::is_regular_file(config_path, ec))
         throw config_error(config_path + ": no such file (not a run directory of `attnlab run`?)");
-    const run_config cfg = run_config_from_yaml_file(config_path);
+    return run_config_from_yaml_file(config_path);
+}
 
+eval_metrics evaluate_run_dir(const std::string& run_dir, attention_form form, state_layout layout) {
+    const run_config cfg = read_run_dir_config(run_dir);
+    return evaluate_run_dir(run_dir, cfg, cfg, form, layout);
+}
+
+eval_metrics evaluate_run_dir(const std::string& run_dir, const run_config& trained, const run_config& test,
+                              attention_form form, state_layout layout) {
     const std::string ckpt = run_dir + "/" + checkpoint_filename;
+    std::error_code ec;
     if (!fs::is_regular_file(ckpt, ec)) {
         // Say why when result.yaml knows: diverged runs have no checkpoint.
         std::string why = "the run has not finished";
@@ -159,10 +168,16 @@ eval_metrics evaluate_run_dir(const std::string& run_dir, attention_form form, s
         }
         throw io_error(ckpt + ": no such checkpoint file (" + why + ")");
     }
+    // A learned position table has the trained length (RoPE's tables are made for the test's).
+    const int trained_T = max_seq_len(trained.task), test_T = max_seq_len(test.task);
+    if (trained.model.position == position_kind::learned && test_T != trained_T)
+        throw config_error("the run learned positions for inputs of up to " + std::to_string(trained_T) +
+                           " tokens (model.position: learned); the test's longest input would be " +
+                           std::to_string(test_T));
 
     // As train_run builds, sizes and scores the model.
-    auto data = make_task(cfg.task, static_cast<std::uint64_t>(cfg.seed));
-    transformer<float> model = make_model<float>(cfg);
+    auto data = make_task(test.task, static_cast<std::uint64_t>(test.seed));
+    transformer<float> model = make_model<float>(test);
     checkpoint_load(ckpt, model);
     for (const auto& t : model.layout().tensors())  // a NaN would only show as a NaN loss
         if (!std::all_of(model.params.begin() + static_cast<std::ptrdiff_t>(t.offset),
@@ -170,7 +185,7 @@ eval_metrics evaluate_run_dir(const std::string& run_dir, attention_form form, s
                          [](float x) { return std::isfinite(x); }))
             throw io_error(ckpt + ": tensor " + t.name + " holds non-finite values (NaN or infinity)");
     model.set_attention_form(form, layout);
-    return evaluate(model, data->test_set(), cfg.train.batch);
+    return evaluate(model, data->test_set(), test.train.batch);
 }
 
 }  // namespace attnlab

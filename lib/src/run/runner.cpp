@@ -423,7 +423,7 @@ void sweep_runner::check_memory() const {
     std::stable_sort(sizes.begin(), sizes.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     const std::size_t at_once = std::min<std::size_t>(static_cast<std::size_t>(opt_.jobs), sizes.size());
     std::size_t need = 0;
-    for (std::size_t k = 0; k < at_once; ++k) need += sizes[k].first;
+    for (std::size_t k = 0; k < at_once; ++k) need = add_saturating(need, sizes[k].first);
     const std::string& biggest = spec_.runs[sizes[0].second].id;
     if (need <= limit.bytes) {
         spdlog::info(

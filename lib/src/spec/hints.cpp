@@ -1,6 +1,8 @@
 // "Did you mean" hints (see hints.hpp).
 #include "hints.hpp"
 
+#include "attnlab/spec/did_you_mean.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cstddef>
@@ -99,3 +101,11 @@ std::string dotted_key_hint(const std::string& key) {
 }
 
 }  // namespace attnlab::spec_internal
+
+namespace attnlab {
+
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& names) {
+    return spec_internal::did_you_mean(word, spec_internal::as_candidates(names));
+}
+
+}  // namespace attnlab

@@ -7,33 +7,37 @@
 
 #include "attnlab/model/make_model.hpp"
 #include "attnlab/train/optimizer.hpp"
+#include "attnlab/util/saturating_size.hpp"
 
 namespace attnlab {
 
 memory_estimate estimate_training_memory(const run_config& cfg, int threads) {
-    using sz = std::size_t;
+    // Every sum and product saturates (util/saturating_size.hpp): a huge config is never estimated small.
+    using sz = saturating_size;
     const buffer_plan plan = run_buffer_plan(cfg, threads);
     const sz P = plan.param_count, f = sizeof(float);
 
     memory_estimate e;
-    e.params = P * f;         // transformer: params
-    e.grads = P * f;          // transformer: grads
-    e.optimizer = 2 * P * f;  // adamw: first and second moments
+    e.params = (P * f).value();         // transformer: params
+    e.grads = (P * f).value();          // transformer: grads
+    e.optimizer = (2 * P * f).value();  // adamw: first and second moments
     e.activations = plan.bytes(buffer_group::activations);
     e.attention = plan.bytes(buffer_group::attention);
-    e.scratch = plan.bytes(buffer_group::backward) + plan.bytes(buffer_group::tables);
+    sz scratch = sz(plan.bytes(buffer_group::backward)) + plan.bytes(buffer_group::tables);
     e.per_thread = plan.bytes(buffer_group::per_thread);
 
     // The task (tasks/task.cpp): test set, validation set (training length),
     // training pool (train_examples > 0) and train_run's batch, tokens and
     // targets as int32 each.
     const task_config& t = cfg.task;
-    const sz ids = 2 * sizeof(std::int32_t), train_T = static_cast<sz>(train_seq_len(t));
-    e.scratch += static_cast<sz>(std::max(t.test_examples, 0)) * static_cast<sz>(test_seq_len(t)) * ids;
-    e.scratch += static_cast<sz>(std::max(resolved_val_examples(t), 0)) * train_T * ids;
-    e.scratch += static_cast<sz>(std::max(t.train_examples, 0)) * train_T * ids;
-    e.scratch += static_cast<sz>(run_batch_shape(cfg).B) * train_T * ids;
-    e.scratch += clip_grad_norm_partials(P) * sizeof(double);
+    const sz ids = 2 * sizeof(std::int32_t), train_T = static_cast<std::size_t>(train_seq_len(t));
+    scratch +=
+        static_cast<std::size_t>(std::max(t.test_examples, 0)) * sz(static_cast<std::size_t>(test_seq_len(t))) * ids;
+    scratch += static_cast<std::size_t>(std::max(resolved_val_examples(t), 0)) * train_T * ids;
+    scratch += static_cast<std::size_t>(std::max(t.train_examples, 0)) * train_T * ids;
+    scratch += static_cast<std::size_t>(run_batch_shape(cfg).B) * train_T * ids;
+    scratch += sz(clip_grad_norm_partials(P.value())) * sizeof(double);
+    e.scratch = scratch.value();
     return e;
 }
 

@@ -15,6 +15,7 @@
 #include <cstddef>
 
 #include "attnlab/config/run_config.hpp"
+#include "attnlab/util/saturating_size.hpp"
 
 namespace attnlab {
 
@@ -104,7 +105,7 @@ struct buffer_entry {
     // Read by the backward pass: what a training step must keep (`bench
     // train` counts these; scratch it could reuse is not counted).
     bool kept_for_backward = false;
-    std::size_t bytes() const { return elements * copies * elem_bytes; }
+    std::size_t bytes() const { return mul_saturating(mul_saturating(elements, copies), elem_bytes); }  // saturates
 };
 
 // What the buffers are sized for.

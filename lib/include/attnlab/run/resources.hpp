@@ -11,7 +11,7 @@ namespace attnlab {
 // `option` when the text is not such a size or is 0.
 std::size_t parse_size(const std::string& text, const std::string& option = "--max-memory");
 
-// "1.50 GiB", "512 MiB", "900 KiB", "100 B".
+// "1.50 GiB", "512 MiB", "900 KiB", "100 B" (up to EiB).
 std::string format_bytes(double bytes);
 
 struct memory_limit {
@@ -24,5 +24,17 @@ struct memory_limit {
 // v1: memory.limit_in_bytes) has a limit, that limit minus the cgroup's
 // current use, whichever is smaller.
 memory_limit machine_memory_limit();
+
+// The limit of a verb's --max-memory: `max_memory` bytes when > 0, else
+// what the machine has available.
+memory_limit resolve_memory_limit(std::size_t max_memory);
+
+// The memory guard of the verbs that allocate by a configuration (eval,
+// bench train, bench generate; docs/outputs-policy.md): throws config_error
+// "not enough memory: <what> needs about <need> (<terms>); the limit is
+// <limit> (<source>). <advice>; nothing was run" when `need` bytes exceed the
+// limit. An unknown limit (0) is not checked.
+void require_memory(const std::string& what, std::size_t need, const std::string& terms, const memory_limit& limit,
+                    const std::string& advice);
 
 }  // namespace attnlab

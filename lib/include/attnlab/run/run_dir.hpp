@@ -84,4 +84,14 @@ bool run_locked_elsewhere(const std::string& run_dir);
 eval_metrics evaluate_run_dir(const std::string& run_dir, attention_form form = attention_form::parallel,
                               state_layout layout = state_layout::symmetric);
 
+// <run_dir>/config.yaml, read as evaluate_run_dir does (config_error for a
+// missing directory or a bad file).
+run_config read_run_dir_config(const std::string& run_dir);
+// evaluate_run_dir for a run trained with `trained` (its config.yaml), on the
+// test set of `test`: the same run with other test-time keys (attnlab eval
+// --set task.test_max_len=...: length generalisation). Throws config_error
+// when a learned position table would need another length.
+eval_metrics evaluate_run_dir(const std::string& run_dir, const run_config& trained, const run_config& test,
+                              attention_form form, state_layout layout);
+
 }  // namespace attnlab

@@ -15,6 +15,7 @@
 #include <cstddef>
 
 #include "attnlab/config/run_config.hpp"
+#include "attnlab/util/saturating_size.hpp"
 
 namespace attnlab {
 
@@ -27,7 +28,13 @@ struct memory_estimate {
     std::size_t scratch = 0;      // backward scratch of the model, RoPE tables, the task's data
     std::size_t per_thread = 0;   // per data-parallel shard (one per thread, at most one per sequence of
                                   // the batch): attention scratch, and a gradient buffer for all but the first
-    std::size_t total() const { return params + grads + optimizer + activations + attention + scratch + per_thread; }
+    // Every term and the total saturate at size_saturated (util/saturating_size.hpp) instead of wrapping.
+    std::size_t total() const {
+        std::size_t sum = 0;
+        for (std::size_t term : {params, grads, optimizer, activations, attention, scratch, per_thread})
+            sum = add_saturating(sum, term);
+        return sum;
+    }
 };
 
 // Bytes to train `cfg` in float with `threads` OpenMP threads (threads < 1 counts as 1).
