@@ -48,7 +48,7 @@ def read_batch(path: str) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def init_params(ref_cfg: dict, seed: int) -> dict[str, torch.Tensor]:
-    """SPEC §3 initialisation (normal 0.02, residual outputs 0.02/sqrt(2L), gains 1, biases 0)."""
+    """docs/model.md initialisation (normal 0.02, residual outputs 0.02/sqrt(2L), gains 1, biases 0)."""
     g = torch.Generator().manual_seed(seed)
     probe = Reference.__new__(Reference)  # only for the names and shapes
     probe.cfg = ref_cfg

@@ -1,5 +1,5 @@
-// Checkpoints (SPEC §3 "Checkpoints", §6): the safetensors writer and its
-// checking reader, SPEC names and shapes in the file, every malformed case
+// Checkpoints (docs/model.md "Checkpoints", §6): the safetensors writer and its
+// checking reader, the names and shapes of docs/model.md in the file, every malformed case
 // named by file, and `attnlab eval` reproducing a run's last test row.
 #include <catch2/catch.hpp>
 
@@ -97,7 +97,7 @@ std::string read_error(const std::string& path, const std::string& bytes, const 
     return "";
 }
 
-// (name, shape) as SPEC §3 lists them, for the header text: "name":{"dtype":"F32","shape":[..],
+// (name, shape) as docs/model.md lists them, for the header text: "name":{"dtype":"F32","shape":[..],
 std::string entry_prefix(const std::string& name, const std::vector<int>& shape) {
     std::string s = "\"";
     s += name;
@@ -203,7 +203,7 @@ tensor_list two_block_tensors(int V, int D, const tensor_list& inputs, const ten
 
 }  // namespace
 
-TEST_CASE("checkpoint: round trip of a model with learned positions and a gelu MLP, SPEC names", "[checkpoint]") {
+TEST_CASE("checkpoint: round trip of a model with learned positions and a gelu MLP, documented names", "[checkpoint]") {
     ckpt_temp_dir dir("gelu");
     const int V = 10, T = 12, D = 16, F = 64;  // gelu hidden 4 D
     const tensor_list expected = two_block_tensors(
@@ -213,7 +213,7 @@ TEST_CASE("checkpoint: round trip of a model with learned positions and a gelu M
                      dir / "model.safetensors");
 }
 
-TEST_CASE("checkpoint: round trip of a model with rope and a swiglu MLP, SPEC names", "[checkpoint]") {
+TEST_CASE("checkpoint: round trip of a model with rope and a swiglu MLP, documented names", "[checkpoint]") {
     ckpt_temp_dir dir("swiglu");
     const int V = 10, T = 12, D = 16, F = 48;  // swiglu hidden: 8/3 D rounded up to a multiple of 8
     const tensor_list expected =
@@ -223,7 +223,7 @@ TEST_CASE("checkpoint: round trip of a model with rope and a swiglu MLP, SPEC na
                      dir / "model.safetensors");
 }
 
-TEST_CASE("checkpoint: gate and out_norm tensors of SPEC §3 round-trip through a layout", "[checkpoint]") {
+TEST_CASE("checkpoint: gate and out_norm tensors of docs/model.md round-trip through a layout", "[checkpoint]") {
     attention_config a;
     a.denominator = denominator_kind::layernorm;
     a.in_gate = true;

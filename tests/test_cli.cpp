@@ -1,4 +1,4 @@
-// The attnlab command line, end to end (SPEC §5-6, docs/spec-reference.md):
+// The attnlab command line, end to end (docs/spec-reference.md, docs/outputs.md, docs/spec-reference.md):
 // the built binary is run as a child process with stdout and stderr captured
 // separately, and its exit code (0 ok, 2 bad input, 1 other failure, 130
 // interrupted), its one-line errors and the files it writes are checked.

@@ -1,6 +1,6 @@
 // Determinism (README "Determinism"): the same spec, seed and thread count
 // give the same metrics.csv (all but its wall-clock columns tokens_per_s and
-// elapsed_s, which SPEC §6 keeps in it) and the same model.safetensors, byte
+// elapsed_s, which docs/outputs.md keeps in it) and the same model.safetensors, byte
 // for byte, with 1 thread and with 2; and a run resumed from its state after
 // any step (train_state, in process and through the resume-state file format)
 // equals the run that never stopped.

@@ -1,4 +1,4 @@
-// Experiment-spec loader (SPEC §5): good specs expand to the expected runs;
+// Experiment-spec loader (docs/spec-reference.md): good specs expand to the expected runs;
 // every malformed spec fails with one config_error naming file, 1-based line
 // and key path.
 #include <catch2/catch.hpp>
@@ -266,7 +266,7 @@ TEST_CASE("spec: a union of grids drops the base order at exp points", "[spec]")
     CHECK(e.attention.order == 0);  // the base's order 2 is dropped, not an error
     CHECK(e.seed == 2);
     CHECK_THAT(run_config_to_yaml(e), !Contains("order"));
-    CHECK(s.source_text.rfind("# The SPEC", 0) == 0);
+    CHECK(s.source_text.rfind("# The spec example", 0) == 0);
 }
 
 TEST_CASE("spec: grids that overlap give each run once", "[spec]") {

@@ -1,4 +1,4 @@
-// Sweeps over several workers, processes and restarts (SPEC §5-6, runner.hpp):
+// Sweeps over several workers, processes and restarts (docs/spec-reference.md, docs/outputs.md, runner.hpp):
 // --shard I/N splits the runs, `attnlab summarize` merges the shards, --jobs
 // trains runs at once, a sweep killed with SIGKILL is finished by running it
 // again with every run trained exactly once, and a run another process holds

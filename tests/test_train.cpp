@@ -1,4 +1,4 @@
-// Optimizer, schedule, metrics and learning tests (SPEC §3 "Training", §4).
+// Optimizer, schedule, metrics and learning tests (docs/model.md "Training", §4).
 #include <catch2/catch.hpp>
 
 #include <cmath>

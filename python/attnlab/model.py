@@ -1,8 +1,8 @@
-"""PyTorch reference of the attnlab model (SPEC §2 attention variants, §3 model).
+"""PyTorch reference of the attnlab model (docs/attention.md attention variants, §3 model).
 
 An independent, batched implementation used to cross-check attnlab's C++
 forward and backward passes (reference/crosscheck.py): the same parameters
-(read by SPEC name from an attnlab safetensors checkpoint) and the same token
+(read by parameter name from an attnlab safetensors checkpoint) and the same token
 batch must give the same loss, logits and gradients. Gradients come from
 torch autograd, not from hand-written derivatives, so they check attnlab's
 backward passes independently.
@@ -14,7 +14,7 @@ layers and Taylor orders, so the model can be timed as it is.
     per block:  n = RMSNorm(x);  x += o(Attn(n));  x += MLP(RMSNorm(x))
     logits = head(RMSNorm(x)) at answer positions;  loss = mean CE there
 
-Attention, per head, j <= t (SPEC §2):
+Attention, per head, j <= t (docs/attention.md):
     score kernels   w_tj = f(min(s_tj, clamp)),  s_tj = q_t . k_j / sqrt(d)
     feature kernels w_tj = phi(q_t) . phi(k_j)
     u_t = sum_j w_tj g_in_j v_j,  z_t = sum_j w_tj,  o_t = g_out_t * D(u_t, z_t, t)
@@ -29,7 +29,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-RMSNORM_EPS = 1e-6  # SPEC §3: every RMSNorm of the model
+RMSNORM_EPS = 1e-6  # docs/model.md: every RMSNorm of the model
 ROPE_BASE = 10000.0
 NO_TARGET = -1
 
@@ -38,7 +38,7 @@ FEATURE_KERNELS = ("elu1", "relu", "cosine")
 NUMERATORS = SCORE_KERNELS + FEATURE_KERNELS
 DENOMINATORS = ("softmax", "norm", "rmsnorm", "layernorm", "gate", "length", "none")
 # Denominators whose output does not change when u_t and z_t are scaled: exp
-# subtracts the row max of s before exponentiating with these (SPEC §2).
+# subtracts the row max of s before exponentiating with these (docs/attention.md).
 SCALE_INVARIANT = ("softmax", "norm", "rmsnorm", "layernorm")
 
 # ---------------------------------------------------------------- safetensors
@@ -47,7 +47,7 @@ from .checkpoint import read_config, read_safetensors  # noqa: E402,F401 (crossc
 
 
 def load_params(path: str, dtype=torch.float64, requires_grad=True) -> dict[str, torch.Tensor]:
-    """Parameters of an attnlab checkpoint as leaf tensors (SPEC §3 names)."""
+    """Parameters of an attnlab checkpoint as leaf tensors (docs/model.md names)."""
     return {name: torch.tensor(a, dtype=dtype).requires_grad_(requires_grad)
             for name, a in read_safetensors(path).items()}
 
@@ -104,7 +104,7 @@ def feature_map(name: str, x, eps: float):
 
 
 def attention(q, k, v, att: dict, g_in=None, g_out=None, out_norm_w=None, out_norm_b=None, diag=None):
-    """Causal attention of one layer for any SPEC §2 variant.
+    """Causal attention of one layer for any docs/attention.md variant.
 
     q, k, v (B, H, T, HS); g_in, g_out (B, H, T) gates in (0, 1) or None;
     out_norm_w, out_norm_b (HS) for the rmsnorm/layernorm denominators.
@@ -182,10 +182,10 @@ def attention(q, k, v, att: dict, g_in=None, g_out=None, out_norm_w=None, out_no
 
 
 class Reference:
-    """The SPEC §3 model over a dict of named parameter tensors.
+    """The docs/model.md model over a dict of named parameter tensors.
 
     cfg: a run configuration as nested dicts (the layout of config.yaml);
-    params: SPEC name -> tensor (e.g. from load_params). Every computation
+    params: parameter name (docs/model.md) -> tensor (e.g. from load_params). Every computation
     runs in the parameters' dtype.
     """
 
@@ -227,7 +227,7 @@ class Reference:
         return names + ["norm.weight", "head.weight"]
 
     def expected_shapes(self) -> dict[str, tuple]:
-        """SPEC §3 shapes, from the config alone (vocabulary and longest input per SPEC §4)."""
+        """docs/model.md shapes, from the config alone (vocabulary and longest input per docs/tasks.md)."""
         t = self.cfg["task"]
         V = int(t["vocab"]) + 2 if t["kind"] == "copy" else int(t["vocab"])
         if t["kind"] == "copy":  # inputs x_1..x_n SEP x_1..x_n without the last token
@@ -271,7 +271,7 @@ class Reference:
                              f"extra {sorted(have - want)}")
         for name, shape in self.expected_shapes().items():
             if tuple(self.params[name].shape) != shape:
-                raise ValueError(f"{name}: shape {tuple(self.params[name].shape)}, SPEC §3 says {shape}")
+                raise ValueError(f"{name}: shape {tuple(self.params[name].shape)}, docs/model.md says {shape}")
 
     def forward(self, tokens: torch.Tensor, targets: torch.Tensor, diag: dict | None = None) -> dict:
         """tokens, targets (B, T) int64 (no target = -1). Returns a dict with

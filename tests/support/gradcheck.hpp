@@ -1,5 +1,4 @@
-// Central-difference gradient checking in double precision (STYLE.md,
-// "Tests" 1 and 3): relative error ||g - g_num|| / ||g + g_num||.
+// Central-difference gradient checking in double precision: relative error ||g - g_num|| / ||g + g_num||.
 #pragma once
 #include <cmath>
 #include <functional>

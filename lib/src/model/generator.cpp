@@ -1,4 +1,4 @@
-// One decoding step of the SPEC §3 model with recurrent attention; the same
+// One decoding step of the docs/model.md model with recurrent attention; the same
 // ops as transformer::forward on a single row.
 #include "attnlab/model/generator.hpp"
 

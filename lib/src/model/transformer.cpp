@@ -1,4 +1,4 @@
-// Forward and backward of the SPEC §3 model, composed from ops/ and
+// Forward and backward of the docs/model.md model, composed from ops/ and
 // attention/. Backward walks the blocks in reverse with one residual
 // gradient buffer dres_: every op's backward accumulates into it, so the
 // identity path of each residual connection costs nothing. Each thread runs

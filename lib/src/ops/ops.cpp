@@ -1,4 +1,4 @@
-// Forward/backward of the model's layers (SPEC §3). Derivations are given
+// Forward/backward of the model's layers (docs/model.md). Derivations are given
 // beside each backward; all backwards accumulate into their outputs.
 #include "attnlab/ops/ops.hpp"
 

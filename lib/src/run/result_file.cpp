@@ -89,6 +89,13 @@ double parse_number(const YAML::Node& n) {
 eval_metrics parse_metrics(const YAML::Node& n) {
     return {parse_number(n["loss"]), parse_number(n["token_acc"]), parse_number(n["seq_acc"])};
 }
+// Validation metrics, absent (NaN) in result.yaml files written before runs
+// had a validation set.
+eval_metrics parse_val_metrics(const YAML::Node& n) {
+    constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+    if (!n) return {nan, nan, nan};
+    return parse_metrics(n);
+}
 }  // namespace
 
 std::optional<run_result> read_run_result(const std::string& path) {
@@ -101,10 +108,10 @@ std::optional<run_result> read_run_result(const std::string& path) {
         r.status = parse_status(n["status"].as<std::string>(), path);
         r.reason = n["reason"].as<std::string>();
         r.steps = n["steps"].as<int>();
-        r.final_val = parse_metrics(n["final_val"]);
+        r.final_val = parse_val_metrics(n["final_val"]);
         r.final_test = parse_metrics(n["final_test"]);
         r.best_step = n["best_step"].as<int>();
-        r.best_val = parse_metrics(n["best_val"]);
+        r.best_val = parse_val_metrics(n["best_val"]);
         r.best_test = parse_metrics(n["best_test"]);
         r.wall_s = parse_number(n["wall_s"]);
         r.params = n["params"].as<std::size_t>();

@@ -1,5 +1,5 @@
 // The sweep runner: a pool of `jobs` workers over this shard's runs, the
-// outputs of SPEC §6, terminal progress for each run and for the sweep.
+// outputs of docs/outputs.md, terminal progress for each run and for the sweep.
 // The design (atomicity, locks, threads, shards) is described in runner.hpp.
 #include "attnlab/run/runner.hpp"
 

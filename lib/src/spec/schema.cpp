@@ -237,8 +237,17 @@ value parse_value(const key_def& d, const YAML::Node& n, const where& at) {
     value v = value::of(d.type);
     switch (d.type) {
         case vtype::integer:
-            if (!is_plain(n) || !parse_int(t, v.i)) bad(describe(n));
-            if (v.i < d.lo || v.i > d.hi) bad(t);
+            if (!is_plain(n) || !parse_int(t, v.i)) {
+                // Say why a whole number is not taken: too large, or written as 1e12.
+                double x = 0;
+                if (is_plain(n) && parse_double(t, x) && std::isfinite(x) && x == std::floor(x))
+                    bad(describe(n) + (x > d.hi
+                                           ? " (more than the largest allowed, " + format_bound(d.hi) + ")"
+                                           : std::string(" (floating-point notation: write the integer's digits)")));
+                bad(describe(n));
+            }
+            if (v.i > d.hi) bad(t + " (more than the largest allowed, " + format_bound(d.hi) + ")");
+            if (v.i < d.lo) bad(t);
             break;
         case vtype::number:
             if (!is_plain(n) || !parse_double(t, v.f)) bad(describe(n));

@@ -1,4 +1,4 @@
-// copy (SPEC §4; Katharopoulos et al. 2020, Jelassi et al. 2024 "Repeat
+// copy (docs/tasks.md; Katharopoulos et al. 2020, Jelassi et al. 2024 "Repeat
 // After Me"): x_1..x_n SEP x_1..x_n, padded with 0 to 2*max_len + 1 tokens;
 // inputs seq[:-1], targets seq[1:] at the second copy. Example, n = 2 of
 // max_len 3 (T = 6), SEP = S:

@@ -1,4 +1,4 @@
-// induction (SPEC §4; Olsson et al. 2022, "In-context Learning and Induction
+// induction (docs/tasks.md; Olsson et al. 2022, "In-context Learning and Induction
 // Heads"), generated as safari's induction_head task (HazyResearch/safari,
 // src/dataloaders/synthetics.py: generate_induction_head, ICLDataModule with
 // its defaults induction_len = 1, induction_num_triggers = 1), the recipe of
@@ -21,7 +21,7 @@
 //   tokens   3 1 5 4 2 1 5
 //   targets  - - - - - - 4
 // Deviations from safari: (1) safari trains on the next token at every
-// position and tests on the last only; SPEC §4 counts only answer positions,
+// position and tests on the last only; docs/tasks.md counts only answer positions,
 // so here training and test both use the last position alone. (2) safari
 // builds fixed train and test sets of distinct sequences (torch.unique, then
 // redraws); here the training stream is fresh (or a pool, train_examples) and

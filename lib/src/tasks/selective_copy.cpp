@@ -1,4 +1,4 @@
-// selective_copy (SPEC §4; Gu & Dao 2023, "Mamba", §3.1 and App. E.1),
+// selective_copy (docs/tasks.md; Gu & Dao 2023, "Mamba", §3.1 and App. E.1),
 // generated as S4's torch_copying_data(L, M, A, variable=True)
 // (state-spaces/s4, src/dataloaders/datasets/copying.py), which the Mamba
 // paper's selective copying uses. With A the vocabulary, M tokens to copy and

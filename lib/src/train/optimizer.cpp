@@ -1,4 +1,4 @@
-// AdamW, schedule and clipping (SPEC §3, "Training").
+// AdamW, schedule and clipping (docs/model.md, "Training").
 #include "attnlab/train/optimizer.hpp"
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // Causal multi-head attention in parallel (quadratic) form, for any variant
-// of SPEC §2 made of a numerator (score kernel or feature map) and a
+// of docs/attention.md made of a numerator (score kernel or feature map) and a
 // denominator, with the optional input and output gates:
 //   w_tj = f(min(q_t.k_j / sqrt(HS), clamp))  or  phi(q_t).phi(k_j)     (j <= t)
 //   u_t  = sum_j w_tj g_in_j v_j,  z_t = sum_j w_tj

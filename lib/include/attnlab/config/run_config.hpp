@@ -1,4 +1,4 @@
-// One fully resolved run configuration (SPEC §3-§5): what a spec's `base`
+// One fully resolved run configuration (docs/model.md, docs/tasks.md, docs/spec-reference.md): what a spec's `base`
 // becomes after a sweep point, a seed and --set overrides are applied and
 // every key has been checked. Defaults here are the documented defaults
 // (docs/spec-reference.md); the loader fills every field.

@@ -1,4 +1,4 @@
-// safetensors files (SPEC §3 "Checkpoints"; format of huggingface/safetensors):
+// safetensors files (docs/model.md "Checkpoints"; format of huggingface/safetensors):
 //
 //   [8 bytes]  N, little-endian u64: length of the JSON header
 //   [N bytes]  JSON header, padded with spaces to a multiple of 8 bytes:

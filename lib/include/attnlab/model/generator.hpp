@@ -1,4 +1,4 @@
-// Autoregressive decoding, one token at a time (SPEC §2 "Recurrent form"):
+// Autoregressive decoding, one token at a time (docs/attention.md "Recurrent form"):
 // every attention layer keeps its recurrent state (S, z per head; or the
 // key/value cache for exp and clamped kernels), so a step costs the same at
 // every position for variants with a finite state and grows with the

@@ -1,5 +1,5 @@
 // All parameters of a model live in one flat buffer; a param_layout names
-// the tensors inside it (PyTorch names and shapes of SPEC §3, so that
+// the tensors inside it (PyTorch names and shapes of docs/model.md, so that
 // checkpoints and the optimizer see the same list), llm.c style. Gradients
 // and optimizer moments use the same layout over buffers of the same size.
 #pragma once
@@ -55,7 +55,7 @@ struct model_offsets {
     std::vector<block_offsets> blocks;
 };
 
-// The layout of SPEC §3 for a model config, vocabulary V and longest input T_max.
+// The layout of docs/model.md for a model config, vocabulary V and longest input T_max.
 param_layout build_param_layout(const model_config& m, const attention_config& a, int V, int T_max,
                                 model_offsets& offsets);
 

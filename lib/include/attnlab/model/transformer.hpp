@@ -1,4 +1,4 @@
-// Decoder-only pre-norm transformer of SPEC §3:
+// Decoder-only pre-norm transformer of docs/model.md:
 //   x = embed(tokens) [+ pos]
 //   per block: x += o(Attn(rope(q(n)), rope(k(n)), v(n))), n = RMSNorm(x)
 //              x += MLP(RMSNorm(x))
@@ -29,7 +29,7 @@ namespace attnlab {
 
 // How forward() computes attention: the parallel (quadratic) form, or the
 // recurrent form step by step with a fixed-size state (or the key/value
-// cache for exp and clamped kernels), SPEC §2 "Recurrent form". Every other
+// cache for exp and clamped kernels), docs/attention.md "Recurrent form". Every other
 // layer acts on each position alone, so the rest of the model is shared.
 enum class attention_form { parallel, recurrent };
 
@@ -48,7 +48,7 @@ public:
     std::vector<T> params;  // flat, layout()
     std::vector<T> grads;   // same layout
 
-    // Draws the SPEC §3 initialisation from `seed`.
+    // Draws the docs/model.md initialisation from `seed`.
     void init_params(std::uint64_t seed);
     // Switches the attention of forward(); the recurrent form is for
     // evaluation only (backward() refuses it).

@@ -1,4 +1,4 @@
-// The layers of the model (SPEC §3) as plain forward/backward pairs, in the
+// The layers of the model (docs/model.md) as plain forward/backward pairs, in the
 // style of llm.c: outputs first, then caches, then inputs, then parameters,
 // then sizes. Every backward ACCUMULATES (+=) into all of its gradient
 // outputs (inputs and parameters alike): callers zero the buffers once per
@@ -64,7 +64,7 @@ void gelu_forward(T* out, const T* inp, long n);
 template <class T>
 void gelu_backward(T* dinp, const T* dout, const T* inp, long n);
 
-// out (n) = sigmoid(inp) (the gates of SPEC §2)
+// out (n) = sigmoid(inp) (the gates of docs/attention.md)
 template <class T>
 void sigmoid_forward(T* out, const T* inp, long n);
 // dinp += dout * out (1 - out)

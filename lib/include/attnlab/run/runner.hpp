@@ -1,4 +1,4 @@
-// Runs the runs of an experiment spec and writes SPEC §6's outputs:
+// Runs the runs of an experiment spec and writes docs/outputs.md's outputs:
 //   <out>/<name>/spec.yaml, overrides.yaml, summary.csv, curves.csv, table.md,
 //   <out>/<name>/runs/<run_id>/config.yaml, metrics.csv, model.safetensors, result.yaml
 // (the layout and the "done" test are in sweep_dir.hpp).

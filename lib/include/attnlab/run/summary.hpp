@@ -18,7 +18,7 @@ struct summary_entry {
     run_result result;
 };
 
-// State of one attention layer and head in recurrent form (SPEC §2): floats
+// State of one attention layer and head in recurrent form (docs/attention.md): floats
 // of S and z in the symmetric and full Taylor layouts, or of the key/value
 // cache at the run's longest sequence for variants without a finite state.
 // Counts are doubles: the full layout of a high Taylor order (32^12 floats

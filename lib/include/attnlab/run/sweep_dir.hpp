@@ -1,4 +1,4 @@
-// The results directory of a sweep (SPEC §6) as several processes share it:
+// The results directory of a sweep (docs/outputs.md) as several processes share it:
 // shards of one spec on one machine or many (a shared filesystem), each
 // writing its own runs into the same results/<name>/.
 //

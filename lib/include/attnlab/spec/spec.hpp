@@ -1,4 +1,4 @@
-// Experiment specs (SPEC §5): a YAML file with a base run configuration, an
+// Experiment specs (docs/spec-reference.md): a YAML file with a base run configuration, an
 // optional sweep (a grid, or a union of grids) and seeds, expanded into fully
 // resolved, checked runs. Every bad input throws config_error with one line
 // "<file>:<line>: <dotted.key.path>: <what is wrong, expected vs got>".

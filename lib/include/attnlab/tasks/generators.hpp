@@ -1,4 +1,4 @@
-// Per-example generators of the synthetic tasks (SPEC §4) and the one task
+// Per-example generators of the synthetic tasks (docs/tasks.md) and the one task
 // class built on them. A generator writes one example, a row of T input ids
 // and T targets (no_target off the answer positions), drawing only from the
 // project rng so data is identical on every platform.

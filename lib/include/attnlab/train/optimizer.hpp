@@ -1,4 +1,4 @@
-// AdamW, the learning-rate schedule and gradient clipping of SPEC §3.
+// AdamW, the learning-rate schedule and gradient clipping of docs/model.md.
 #pragma once
 #include <cstddef>
 #include <utility>
