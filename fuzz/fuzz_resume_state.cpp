@@ -23,15 +23,6 @@
 
 namespace {
 
-std::uint64_t fnv1a(const char* p, std::size_t n) {
-    std::uint64_t h = 0xcbf29ce484222325ULL;
-    for (std::size_t i = 0; i < n; ++i) {
-        h ^= static_cast<unsigned char>(p[i]);
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
 // The config.yaml text written in a state: after the 15-byte magic and the
 // u32 version, a u64 length and the bytes ("" when the input is too short).
 std::string config_in(const std::string& bytes) {
@@ -59,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string bytes(reinterpret_cast<const char*>(data), size);
     read(bytes);
     if (bytes.size() >= 8) {
-        const std::uint64_t sum = fnv1a(bytes.data(), bytes.size() - 8);
+        const std::uint64_t sum = attnlab::resume_checksum(bytes.data(), bytes.size() - 8);
         std::memcpy(bytes.data() + bytes.size() - 8, &sum, sizeof sum);
         read(bytes);
     }

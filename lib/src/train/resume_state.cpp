@@ -20,15 +20,6 @@ static_assert(std::endian::native == std::endian::little, "resume states are wri
 constexpr const char* resume_magic = "attnlab-resume\n";
 constexpr std::uint32_t resume_version = 2;  // 2: validation metrics in the result
 
-std::uint64_t fnv1a(const char* p, std::size_t n) {
-    std::uint64_t h = 0xcbf29ce484222325ULL;
-    for (std::size_t i = 0; i < n; ++i) {
-        h ^= static_cast<unsigned char>(p[i]);
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
 class byte_writer {
 public:
     template <class V>
@@ -109,6 +100,15 @@ private:
 
 }  // namespace
 
+std::uint64_t resume_checksum(const char* p, std::size_t n) {
+    std::uint64_t h = 0xcbf29ce484222325ULL;
+    for (std::size_t i = 0; i < n; ++i) {
+        h ^= static_cast<unsigned char>(p[i]);
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
 std::string train_state_encode(const train_state& st, const std::string& config_yaml) {
     byte_writer w;
     w.out = resume_magic;
@@ -142,7 +142,7 @@ std::string train_state_encode(const train_state& st, const std::string& config_
     w.put_floats(st.params);
     w.put_floats(st.adam_m);
     w.put_floats(st.adam_v);
-    w.put(fnv1a(w.out.data(), w.out.size()));
+    w.put(resume_checksum(w.out.data(), w.out.size()));
     return std::move(w.out);
 }
 
@@ -153,7 +153,7 @@ train_state train_state_decode(const std::string& bytes, const std::string& labe
     const std::size_t body = bytes.size() - sizeof(std::uint64_t);
     std::uint64_t sum;
     std::memcpy(&sum, bytes.data() + body, sizeof sum);
-    if (sum != fnv1a(bytes.data(), body)) throw io_error(label + ": checksum mismatch (a damaged file)");
+    if (sum != resume_checksum(bytes.data(), body)) throw io_error(label + ": checksum mismatch (a damaged file)");
     byte_reader in(bytes, body, label);
     for (std::size_t i = 0; i < magic_len; ++i) in.get<char>();
     if (const auto v = in.get<std::uint32_t>(); v != resume_version)

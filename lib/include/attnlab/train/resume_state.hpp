@@ -2,6 +2,8 @@
 // SIGTERM (or saved periodically) leaves its train_state there, written
 // atomically, so that the next `attnlab run` goes on from that step.
 #pragma once
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -11,13 +13,15 @@ namespace attnlab {
 
 inline constexpr const char* resume_filename = "resume.state";
 
-// The bytes of a resume state: a binary file (little-endian), version 1:
+// The bytes of a resume state: a binary file (little-endian), version 2:
 //   "attnlab-resume\n", u32 version, the config.yaml text of the run (u64
 //   length + bytes), the step, AdamW's step count, the thread count, the
 //   run_result counters and the train window (doubles as their bits), three
 //   float32 arrays of the parameter count (params, first and second moments),
 //   then an FNV-1a 64 checksum of everything before it.
 std::string train_state_encode(const train_state& st, const std::string& config_yaml);
+// The checksum that ends a resume state: FNV-1a 64 of the n bytes at p.
+std::uint64_t resume_checksum(const char* p, std::size_t n);
 // Decodes `bytes` (`label` names the file in messages). Throws io_error when
 // it is malformed, truncated, fails its checksum or belongs to another
 // config.yaml than `config_yaml`.
