@@ -106,7 +106,8 @@ void add_probe(CLI::App& app, action& chosen) {
     cmd->add_option("--examples", opt->examples, "Only the first N examples of the set (0: all)")
         ->capture_default_str()
         ->check(integer_in(0, 1L << 30));
-    cmd->add_option("--out", *out, "Folder for probe.csv, probe_heads.csv and the figure (default: RUN_DIR)");
+    cmd->add_option("--out", *out, "Folder for probe.csv, probe_heads.csv and the figure (default: RUN_DIR)")
+        ->type_name("DIR");
     cmd->add_option("--threads", *threads, "Threads for OpenMP and Eigen (0: all cores)")
         ->capture_default_str()
         ->check(integer_in(0, 1024));
@@ -122,9 +123,8 @@ void add_probe(CLI::App& app, action& chosen) {
             set_threads(*threads);
             const int cores = static_cast<int>(std::thread::hardware_concurrency());
             // As eval's parallel form: the probe adds only its sums, (B, NH, max_order + 1) doubles.
-            const inference_memory need =
-                estimate_eval_memory(cfg, *threads > 0 ? *threads : cores, attention_form::parallel,
-                                     state_layout::symmetric);
+            const inference_memory need = estimate_eval_memory(cfg, *threads > 0 ? *threads : cores,
+                                                               attention_form::parallel, state_layout::symmetric);
             require_memory("probe of " + *run_dir, need.total(),
                            "model, activations for train.batch examples and data " +
                                format_bytes(static_cast<double>(need.total())),

@@ -42,13 +42,14 @@ namespace {
 // A tiny lookup run: 4 test examples of 8 tokens, d_model 16 in 2 heads,
 // batch 3 (so the probe forwards a chunk of 3 and one of 1).
 run_config probe_config(int layers, const std::string& position, const std::string& attention) {
-    const std::string yaml = "name: probe\nbase:\n  seed: 3\n"
-                             "  task: {kind: lookup, vocab: 16, seq_len: 8, pairs: 2, test_examples: 4}\n"
-                             "  model: {layers: " +
-                             std::to_string(layers) + ", d_model: 16, heads: 2, position: " + position +
-                             "}\n"
-                             "  attention: " +
-                             attention + "\n  train: {steps: 10, batch: 3, lr: 1.0e-3, warmup: 2}\n";
+    const std::string yaml =
+        "name: probe\nbase:\n  seed: 3\n"
+        "  task: {kind: lookup, vocab: 16, seq_len: 8, pairs: 2, test_examples: 4}\n"
+        "  model: {layers: " +
+        std::to_string(layers) + ", d_model: 16, heads: 2, position: " + position +
+        "}\n"
+        "  attention: " +
+        attention + "\n  train: {steps: 10, batch: 3, lr: 1.0e-3, warmup: 2}\n";
     return parse_spec(yaml, "probe.yaml").base;
 }
 
@@ -94,8 +95,8 @@ struct reference_head {
 // block whose input is the embedding (+ learned position): RMSNorm, q and k
 // as W x, RoPE by its formula (rotate-half, base 10000), s = q.k / sqrt(HS),
 // min(s, clamp), and |s|^m / m! by pow and tgamma.
-reference_head reference(const transformer<float>& m, const run_config& cfg, const batch& data, int examples,
-                         int layer, int head, int M) {
+reference_head reference(const transformer<float>& m, const run_config& cfg, const batch& data, int examples, int layer,
+                         int head, int M) {
     const int C = cfg.model.d_model, HS = C / cfg.model.heads, T = data.T;
     const block_offsets& bo = m.offsets().blocks[static_cast<std::size_t>(layer)];
     const float* P = m.params.data();
@@ -231,7 +232,7 @@ TEST_CASE("probe: mean terms, mean and max |s| equal an independent computation 
             static_cast<int>(std::max_element(ref.mean_term.begin(), ref.mean_term.end()) - ref.mean_term.begin());
         CHECK(h.dominant_order == ref_dominant);
         CHECK(h.max_abs_score > 2.0);  // the scores reach the orders the test is about
-        if (cfg.attention.clamp) {  // the clamp changed some scores (their sizes differ without it)
+        if (cfg.attention.clamp) {     // the clamp changed some scores (their sizes differ without it)
             run_config unclamped = cfg;
             unclamped.attention.clamp.reset();
             const reference_head raw = reference(model, unclamped, data->test_set(), examples, h.layer, h.head, M);
@@ -309,8 +310,8 @@ TEST_CASE("probe: feature-map numerators are refused, naming the run's config.ya
     const std::string config = (dir / "run" / "config.yaml").string();
     CHECK_THROWS_MATCHES(probe_run_dir((dir / "run").string(), options(10)), config_error,
                          Catch::Matchers::Message(config + ": " + probe_refusal(cfg.attention)));
-    CHECK_THAT(probe_refusal(cfg.attention),
-               StartsWith("attention.numerator: " + fm + " is a feature map") && Contains("exp, taylor, linear, power"));
+    CHECK_THAT(probe_refusal(cfg.attention), StartsWith("attention.numerator: " + fm + " is a feature map") &&
+                                                 Contains("exp, taylor, linear, power"));
     transformer<float> model = make_model<float>(cfg);
     const auto data = make_task(cfg.task, 0);
     CHECK_THROWS_AS(probe_model(model, data->test_set(), 1, 1, options(10)), std::invalid_argument);
@@ -340,8 +341,8 @@ TEST_CASE("attnlab probe writes probe.csv, probe_heads.csv and the figure, and p
     temp_dir dir;
     // A trained run, as a user has it.
     const fs::path spec = dir / "tiny.yaml";
-    attnlab::test::write_text(spec, attnlab::test::tiny_lookup_spec(
-                                        "tiny", 20, 10, "sweep:\n  - {model.layers: [2]}\n"));
+    attnlab::test::write_text(spec,
+                              attnlab::test::tiny_lookup_spec("tiny", 20, 10, "sweep:\n  - {model.layers: [2]}\n"));
     const cli_result trained = run_cli({"run", spec.string(), "--out", (dir / "out").string(), "--threads", "1"});
     INFO("run stderr: " << trained.err);
     REQUIRE(trained.code == 0);
@@ -392,9 +393,9 @@ TEST_CASE("attnlab probe writes probe.csv, probe_heads.csv and the figure, and p
         CHECK(skipped.code == 0);
         CHECK(lines_of(read_text(elsewhere / "probe.csv")).size() == static_cast<std::size_t>(L * H * 31) + 1);
         CHECK(csv_fields(lines_of(read_text(elsewhere / "probe_heads.csv"))[1])[3] == "3");
-        CHECK_THAT(skipped.err, Contains("figures skipped: ") &&
-                                    Contains(python == no_matplotlib ? "cannot import matplotlib" : "no " +
-                                                                                                       python.string()));
+        CHECK_THAT(skipped.err,
+                   Contains("figures skipped: ") &&
+                       Contains(python == no_matplotlib ? "cannot import matplotlib" : "no " + python.string()));
         CHECK_FALSE(fs::exists(elsewhere / "probe.png"));
     }
 }

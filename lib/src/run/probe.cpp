@@ -120,8 +120,8 @@ probe_result probe_run_dir(const std::string& run_dir, const probe_options& opt)
     auto data = make_task(cfg.task, static_cast<std::uint64_t>(cfg.seed));
     const batch& set = opt.split == "val" ? data->val_set() : data->test_set();
     if (opt.examples > set.B)
-        throw config_error("--examples " + std::to_string(opt.examples) + ": the " + opt.split + " set of " +
-                           run_dir + " has " + std::to_string(set.B) + " examples");
+        throw config_error("--examples " + std::to_string(opt.examples) + ": the " + opt.split + " set of " + run_dir +
+                           " has " + std::to_string(set.B) + " examples");
     const int examples = opt.examples > 0 ? opt.examples : set.B;
     return probe_model(model, set, examples, std::max(1, cfg.train.batch), opt);
 }
