@@ -119,8 +119,9 @@ TEST_CASE("run dir: clearing for a redo removes the attempt's files and keeps th
     temp_dir tmp;
     const fs::path dir = tmp / "run";
     fs::create_directory(dir);
-    for (const char* name : {"config.yaml", "metrics.csv", checkpoint_filename, resume_filename, result_filename,
-                             "model.safetensors.tmp.123", "notes.txt"})
+    for (const char* name :
+         {"config.yaml", "metrics.csv", checkpoint_filename, resume_filename, result_filename,
+          "model.safetensors.tmp.123", "probe.csv", "probe_heads.csv", "probe.png", "probe.pdf", "notes.txt"})
         write_text(dir / name, "x");
     {
         const run_lock lock(dir.string());

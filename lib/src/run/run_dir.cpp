@@ -22,6 +22,7 @@
 #include "attnlab/io/csv.hpp"
 #include "attnlab/io/files.hpp"
 #include "attnlab/model/make_model.hpp"
+#include "attnlab/run/probe.hpp"
 #include "attnlab/run/run_check.hpp"
 #include "attnlab/spec/spec.hpp"
 #include "attnlab/tasks/task.hpp"
@@ -120,7 +121,7 @@ void clear_run_dir(const std::string& run_dir) {
     for (fs::directory_iterator it(run_dir, ec), end; !ec && it != end; it.increment(ec)) {
         const std::string name = it->path().filename().string();
         if (name == "config.yaml" || name == "metrics.csv" || name == checkpoint_filename || name == resume_filename ||
-            name.find(".tmp") != std::string::npos)
+            is_probe_output(name) || name.find(".tmp") != std::string::npos)
             stale.push_back(it->path());
     }
     for (const auto& p : stale) remove_or_throw(p);
@@ -151,8 +152,7 @@ eval_metrics evaluate_run_dir(const std::string& run_dir, attention_form form, s
     return evaluate_run_dir(run_dir, cfg, cfg, form, layout);
 }
 
-eval_metrics evaluate_run_dir(const std::string& run_dir, const run_config& trained, const run_config& test,
-                              attention_form form, state_layout layout) {
+transformer<float> load_run_model(const std::string& run_dir, const run_config& trained, const run_config& test) {
     const std::string ckpt = run_dir + "/" + checkpoint_filename;
     std::error_code ec;
     if (!fs::is_regular_file(ckpt, ec)) {
@@ -175,8 +175,7 @@ eval_metrics evaluate_run_dir(const std::string& run_dir, const run_config& trai
                            " tokens (model.position: learned); the test's longest input would be " +
                            std::to_string(test_T));
 
-    // As train_run builds, sizes and scores the model.
-    auto data = make_task(test.task, static_cast<std::uint64_t>(test.seed));
+    // As train_run builds and sizes the model.
     transformer<float> model = make_model<float>(test);
     checkpoint_load(ckpt, model);
     for (const auto& t : model.layout().tensors())  // a NaN would only show as a NaN loss
@@ -184,6 +183,13 @@ eval_metrics evaluate_run_dir(const std::string& run_dir, const run_config& trai
                          model.params.begin() + static_cast<std::ptrdiff_t>(t.offset + t.size),
                          [](float x) { return std::isfinite(x); }))
             throw io_error(ckpt + ": tensor " + t.name + " holds non-finite values (NaN or infinity)");
+    return model;
+}
+
+eval_metrics evaluate_run_dir(const std::string& run_dir, const run_config& trained, const run_config& test,
+                              attention_form form, state_layout layout) {
+    transformer<float> model = load_run_model(run_dir, trained, test);
+    auto data = make_task(test.task, static_cast<std::uint64_t>(test.seed));
     model.set_attention_form(form, layout);
     return evaluate(model, data->test_set(), test.train.batch);
 }

@@ -90,6 +90,11 @@ public:
     // (possible with signed kernels: linear, cosine, odd Taylor orders).
     long nonpositive_denominator_rows() const;
     T min_abs_denominator() const;  // smallest |z_t| of the last forward (inf without softmax)
+    // q and k of block `layer` in the last forward, after RoPE: (B, T, C), heads
+    // in column blocks of HS. The scores of the attention numerator are made
+    // from exactly these (attnlab probe reads them).
+    const T* queries(int layer) const { return acts_.at(layer).q.data(); }
+    const T* keys(int layer) const { return acts_.at(layer).k.data(); }
 
 private:
     // One thread's part of the batch: sequences [b0, b1), answer rows [a0, a1).

@@ -39,8 +39,9 @@ std::string unfinished_reason(const std::string& run_dir, const std::string& con
 
 // Leftovers of an earlier attempt at a run, removed before it is redone
 // (under its lock): result.yaml first, which must never outlive the rest,
-// then config.yaml, metrics.csv, the checkpoint, the resume state and
-// temporary files. Throws io_error naming a file it cannot remove.
+// then config.yaml, metrics.csv, the checkpoint, the resume state, the
+// outputs of attnlab probe (they describe the old model) and temporary files. Throws io_error naming a file it cannot
+// remove.
 void clear_run_dir(const std::string& run_dir);
 // Temporary files of killed writers in a run directory (*.tmp*).
 void remove_run_temporaries(const std::string& run_dir);
@@ -93,5 +94,13 @@ run_config read_run_dir_config(const std::string& run_dir);
 // when a learned position table would need another length.
 eval_metrics evaluate_run_dir(const std::string& run_dir, const run_config& trained, const run_config& test,
                               attention_form form, state_layout layout);
+
+// The model of a finished run trained with `trained`, sized for `test` (its
+// test-time keys), with <run_dir>/model.safetensors loaded: what
+// evaluate_run_dir and attnlab probe score. Throws io_error for a missing
+// checkpoint (saying why when result.yaml knows), a bad one or one holding
+// NaN or infinite values (naming the tensor); config_error when a learned
+// position table would need another length.
+transformer<float> load_run_model(const std::string& run_dir, const run_config& trained, const run_config& test);
 
 }  // namespace attnlab

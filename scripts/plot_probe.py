@@ -1,0 +1,170 @@
+#!/usr/bin/python3
+"""Figure of `attnlab probe`: the mean Taylor term |s|^m / m! of a run's
+attention scores against the order m, one panel per layer, one line per head.
+
+usage: /usr/bin/python3 scripts/plot_probe.py DIR [--title TITLE]
+
+DIR holds probe.csv (layer, head, order, mean_abs_term) and probe_heads.csv
+(one row per layer and head: dominant_order, mean_abs_score, ...), as
+`attnlab probe` writes them. Writes DIR/probe.png (200 dpi) and DIR/probe.pdf
+in the style of scripts/plot_sweep.py: Okabe-Ito colours, a marker and line
+style per head, log-scale y. The dominant order of each head (the largest
+mean term) is marked with a large filled marker and a dotted vertical line.
+Terms that underflowed to 0 are not drawn (a log axis has no 0).
+
+Exit codes: 0 written, 2 a missing or malformed CSV file, 3 no matplotlib
+(`attnlab probe` then says "figures skipped"). Needs Debian's
+python3-matplotlib, nothing else.
+"""
+import argparse
+import csv
+import math
+import os
+import sys
+
+try:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+except ImportError as missing:
+    print(f"plot_probe.py: {sys.executable} cannot import {missing.name or 'matplotlib'}; install Debian's "
+          "python3-matplotlib (apt-get install python3-matplotlib) and run this script with /usr/bin/python3",
+          file=sys.stderr)
+    sys.exit(3)
+
+DPI = 200
+# Okabe & Ito's colour-blind-safe palette without its yellow, as plot_sweep.py.
+COLOURS = ["#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#000000"]
+LINESTYLES = ["-", "--", ":", "-."]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h"]
+MAX_COLUMNS = 4  # panels per row; more layers wrap
+STYLE = {
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.labelsize": 10,
+    "legend.fontsize": 8.5,
+    "legend.title_fontsize": 9,
+    "xtick.labelsize": 8.5,
+    "ytick.labelsize": 8.5,
+    "figure.titlesize": 11,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "pdf.fonttype": 42,
+    "savefig.dpi": DPI,
+}
+
+
+class InputError(Exception):
+    """A folder that cannot be plotted; main() prints it and exits 2."""
+
+
+def style(i):
+    """Colour, line style and marker of head i: unique for every i < 28."""
+    return {"color": COLOURS[i % len(COLOURS)], "linestyle": LINESTYLES[(i // len(COLOURS)) % len(LINESTYLES)],
+            "marker": MARKERS[i % len(MARKERS)]}
+
+
+def read_rows(path, columns):
+    if not os.path.isfile(path):
+        raise InputError(f"{path}: no such file (run `attnlab probe RUN_DIR` first)")
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in columns if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError(f"{path}: missing column(s) {', '.join(missing)}")
+        rows = list(reader)
+    if not rows:
+        raise InputError(f"{path}: no rows")
+    return rows
+
+
+def number(path, row, key, kind):
+    try:
+        return kind(row[key])
+    except (TypeError, ValueError):
+        raise InputError(f"{path}: {key} {row[key]!r} is not a number") from None
+
+
+def read_probe(directory):
+    """{(layer, head): ([orders], [mean terms])} and {(layer, head): summary row}."""
+    terms_path = os.path.join(directory, "probe.csv")
+    heads_path = os.path.join(directory, "probe_heads.csv")
+    terms = {}
+    for row in read_rows(terms_path, ["layer", "head", "order", "mean_abs_term"]):
+        key = (number(terms_path, row, "layer", int), number(terms_path, row, "head", int))
+        orders, values = terms.setdefault(key, ([], []))
+        orders.append(number(terms_path, row, "order", int))
+        values.append(number(terms_path, row, "mean_abs_term", float))
+    heads = {}
+    for row in read_rows(heads_path, ["layer", "head", "split", "examples", "dominant_order", "mean_abs_score"]):
+        key = (number(heads_path, row, "layer", int), number(heads_path, row, "head", int))
+        heads[key] = row
+    if set(heads) != set(terms):
+        raise InputError(f"{terms_path} and {heads_path} name different layers and heads")
+    return terms, heads
+
+
+def plot(directory, title):
+    terms, heads = read_probe(directory)
+    layers = sorted({layer for layer, _ in terms})
+    head_ids = sorted({head for _, head in terms})
+    cols = min(len(layers), MAX_COLUMNS)
+    rows = math.ceil(len(layers) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols + 1.2, 3.0 * rows + 0.4), squeeze=False,
+                             constrained_layout=True)
+    for i, layer in enumerate(layers):
+        ax = axes[i // cols][i % cols]
+        for j, head in enumerate(head_ids):
+            if (layer, head) not in terms:
+                continue
+            orders, values = terms[(layer, head)]
+            st = style(j)
+            shown = [(m, v) for m, v in zip(orders, values) if v > 0 and math.isfinite(v)]
+            if not shown:
+                continue
+            dominant = int(heads[(layer, head)]["dominant_order"])
+            ax.plot([m for m, _ in shown], [v for _, v in shown], color=st["color"], linestyle=st["linestyle"],
+                    marker=st["marker"], ms=3, lw=1.3, label=f"head {head} (dominant {dominant})")
+            if dominant in orders:
+                ax.plot([dominant], [values[orders.index(dominant)]], marker=st["marker"], ms=9,
+                        color=st["color"], markeredgecolor="black", ls="none", zorder=5)
+                ax.axvline(dominant, color=st["color"], linestyle=":", lw=1)
+        ax.set_yscale("log")
+        ax.set_title(f"layer {layer}")
+        ax.set_xlabel("Taylor order m")
+        if i % cols == 0:
+            ax.set_ylabel("mean |s|$^m$ / m!")
+        ax.legend(loc="best", frameon=False)
+    for i in range(len(layers), rows * cols):
+        axes[i // cols][i % cols].set_visible(False)
+    first = next(iter(heads.values()))
+    fig.suptitle(f"{title}: Taylor terms of the attention scores ({first['split']} set, {first['examples']} "
+                 f"examples; large markers: dominant order)")
+    written = []
+    for ext in ("png", "pdf"):
+        path = os.path.join(directory, f"probe.{ext}")
+        fig.savefig(path, dpi=DPI, bbox_inches="tight")
+        written.append(path)
+    plt.close(fig)
+    return written
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("dir")
+    ap.add_argument("--title", help="the figure's title (default: the folder's name)")
+    args = ap.parse_args()
+    plt.rcParams.update(STYLE)
+    try:
+        written = plot(args.dir, args.title or os.path.basename(os.path.normpath(args.dir)))
+    except InputError as e:
+        print(f"plot_probe.py: {e}", file=sys.stderr)
+        return 2
+    for w in written:
+        print("wrote", w)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
