@@ -132,8 +132,8 @@ TEST_CASE("text: evaluation windows start at k T of their part, hold T + 1 bytes
     for (const std::uint64_t seed : {0, 1, 17}) {
         auto tk = make_task(c, seed);
         CHECK(tk->vocab_size() == 256);
-        for (const auto& [name, set, begin] : {std::make_tuple("val", &tk->val_set(), 200),
-                                               std::make_tuple("test", &tk->test_set(), 225)}) {
+        for (const auto& [name, set, begin] :
+             {std::make_tuple("val", &tk->val_set(), 200), std::make_tuple("test", &tk->test_set(), 225)}) {
             INFO(name << " set, seed " << seed);
             REQUIRE(set->B == 3);
             REQUIRE(set->T == 8);
@@ -319,8 +319,7 @@ TEST_CASE("text: a bad file is one error with file, line and key, from validate 
         {"too short", (dir / "short.txt").string(), "", 7, "base.task.seq_len", "no evaluation window fits"},
         {"too short to train", (dir / "short.txt").string(), "    seq_len: 196\n    holdout: 0.01\n", 7,
          "base.task.seq_len", "no training window fits"},
-        {"wrong sha256", fixture, "    sha256: " + std::string(64, 'e') + "\n", 9, "base.task.sha256",
-         "not the eeee"},
+        {"wrong sha256", fixture, "    sha256: " + std::string(64, 'e') + "\n", 9, "base.task.sha256", "not the eeee"},
     };
     for (const bad_case& c : cases) {
         INFO(c.what);
@@ -375,10 +374,12 @@ TEST_CASE("text: the same bytes at another path are the same run; other bytes ar
     // config_differences on two config.yaml texts.
     const std::string a = "task:\n  kind: text\n  path: \"/a/f.txt\"\n  sha256: \"00\"\n  size: 5\n";
     CHECK(config_differences(a, a).empty());
-    const auto moved = config_differences(a, "task:\n  kind: text\n  path: \"/b/f.txt\"\n  sha256: \"00\"\n  size: 5\n");
+    const auto moved =
+        config_differences(a, "task:\n  kind: text\n  path: \"/b/f.txt\"\n  sha256: \"00\"\n  size: 5\n");
     CHECK(moved.empty());
     CHECK(same_run_config(a, "task:\n  kind: text\n  path: \"/b/f.txt\"\n  sha256: \"00\"\n  size: 5\n"));
-    const auto other = config_differences(a, "task:\n  kind: text\n  path: \"/b/f.txt\"\n  sha256: \"01\"\n  size: 5\n");
+    const auto other =
+        config_differences(a, "task:\n  kind: text\n  path: \"/b/f.txt\"\n  sha256: \"01\"\n  size: 5\n");
     REQUIRE(other.size() == 1);
     CHECK(other[0].key == "task.sha256");
     // Without the size and checksum on both sides, the path is compared.

@@ -66,7 +66,8 @@ std::string sha256_hex(const std::string& bytes) {
     tail[rest] = 0x80;
     const std::size_t blocks = rest + 1 + 8 <= 64 ? 1 : 2;
     const std::uint64_t bits = static_cast<std::uint64_t>(n) * 8;
-    for (int i = 0; i < 8; ++i) tail[blocks * 64 - 1 - static_cast<std::size_t>(i)] = static_cast<unsigned char>(bits >> (8 * i));
+    for (int i = 0; i < 8; ++i)
+        tail[blocks * 64 - 1 - static_cast<std::size_t>(i)] = static_cast<unsigned char>(bits >> (8 * i));
     for (std::size_t b = 0; b < blocks; ++b) compress(h, tail + 64 * b);
     std::string hex;
     char buf[9];

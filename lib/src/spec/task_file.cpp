@@ -68,7 +68,8 @@ void record_task_file(run_config& cfg, const std::string& folder,
         fail(at("task.path"), path + " has " + std::to_string(f.size) + " bytes, more than the " +
                                   std::to_string(std::numeric_limits<int>::max()) + " a text task takes" + at_point);
     if (!t.sha256.empty() && t.sha256 != f.sha256)
-        fail(at("task.sha256"), path + " has sha256 " + f.sha256 + ", not the " + t.sha256 + " the spec asks for" + at_point);
+        fail(at("task.sha256"),
+             path + " has sha256 " + f.sha256 + ", not the " + t.sha256 + " the spec asks for" + at_point);
     if (t.size != 0 && static_cast<std::size_t>(t.size) != f.size)
         fail(at("task.size"), path + " has " + std::to_string(f.size) + " bytes, not the " + std::to_string(t.size) +
                                   " the spec says" + at_point);

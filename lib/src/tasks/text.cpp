@@ -37,7 +37,8 @@ void put_window(batch& out, int b, const std::string& bytes, std::size_t start) 
 batch eval_set(const std::string& bytes, std::size_t begin, int T, std::size_t count) {
     batch out;
     out.resize(static_cast<int>(count), T);
-    for (std::size_t k = 0; k < count; ++k) put_window(out, static_cast<int>(k), bytes, begin + k * static_cast<std::size_t>(T));
+    for (std::size_t k = 0; k < count; ++k)
+        put_window(out, static_cast<int>(k), bytes, begin + k * static_cast<std::size_t>(T));
     return out;
 }
 
@@ -81,7 +82,8 @@ public:
                 put_window(out, b, bytes_, next_start());
                 continue;
             }
-            const auto src = static_cast<std::ptrdiff_t>(train_rng_.uniform_index(static_cast<std::uint64_t>(pool_.B)) * n);
+            const auto src =
+                static_cast<std::ptrdiff_t>(train_rng_.uniform_index(static_cast<std::uint64_t>(pool_.B)) * n);
             const auto dst = static_cast<std::ptrdiff_t>(static_cast<std::size_t>(b) * n);
             std::copy_n(pool_.tokens.begin() + src, T_, out.tokens.begin() + dst);
             std::copy_n(pool_.targets.begin() + src, T_, out.targets.begin() + dst);
@@ -123,7 +125,8 @@ baseline_losses byte_baselines(const std::string& bytes, const text_split& split
     baseline_losses out;
     const std::size_t begin = split.test_begin(), predicted = test_windows * static_cast<std::size_t>(T);
     for (std::size_t i = 1; i <= predicted; ++i) {
-        const auto a = static_cast<std::size_t>(byte_at(bytes, begin + i - 1)), b = static_cast<std::size_t>(byte_at(bytes, begin + i));
+        const auto a = static_cast<std::size_t>(byte_at(bytes, begin + i - 1)),
+                   b = static_cast<std::size_t>(byte_at(bytes, begin + i));
         out.unigram -= std::log((unigram[b] + 1) / (static_cast<double>(N) + byte_values));
         out.bigram -= std::log((pair[a * byte_values + b] + 1) / (first[a] + byte_values));
     }
@@ -137,7 +140,8 @@ baseline_losses byte_baselines(const std::string& bytes, const text_split& split
 std::unique_ptr<task> make_text_task(const task_config& cfg, std::uint64_t seed) {
     require_task_rules(cfg);
     if (cfg.seq_len < 1 || cfg.path.empty())
-        throw std::logic_error("text: need task.seq_len >= 1 and a task.path, got seq_len " + std::to_string(cfg.seq_len));
+        throw std::logic_error("text: need task.seq_len >= 1 and a task.path, got seq_len " +
+                               std::to_string(cfg.seq_len));
     std::string bytes = read_text_file(cfg.path);
     // The loader recorded the file's size and checksum: a file changed since is refused.
     if (cfg.size > 0 && bytes.size() != static_cast<std::size_t>(cfg.size))
