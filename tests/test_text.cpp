@@ -20,6 +20,7 @@
 #include "attnlab/run/run_check.hpp"
 #include "attnlab/spec/spec.hpp"
 #include "attnlab/tasks/text.hpp"
+#include "attnlab/train/memory_estimate.hpp"
 #include "attnlab/train/trainer.hpp"
 #include "attnlab/util/error.hpp"
 #include "support/process_support.hpp"
@@ -452,6 +453,21 @@ TEST_CASE("text: outputs leave seq_acc empty and report bits per byte and the ba
     CHECK_THAT(table, Contains("| bits_per_byte |"));
     CHECK_THAT(table, Contains(" |  |  | "));  // seq_acc and seq_acc by seed
     CHECK_THAT(table, !Contains("nan"));
+}
+
+TEST_CASE("text: the memory estimate holds the file and only the evaluation windows that fit", "[text]") {
+    const run_config base = parse_spec(tiny_text_spec("t", fixture), "t.yaml").runs.at(0).config;
+    const auto scratch = [](const run_config& c) { return estimate_training_memory(c, 1).scratch; };
+    // 10 more bytes of file, the same windows: 10 more bytes.
+    run_config bigger = base;
+    bigger.task.size += 10;
+    CHECK(scratch(bigger) == scratch(base) + 10);
+    // Asking for more test windows than fit (1629 / 16 = 101) costs no more than all that fit.
+    run_config all = base, more = base;
+    all.task.test_examples = 101;
+    more.task.test_examples = 100000;
+    CHECK(scratch(more) == scratch(all));
+    CHECK(scratch(all) == scratch(base) + (101 - 8) * 16 * 2 * sizeof(std::int32_t));  // tokens and targets
 }
 
 TEST_CASE("text: a tiny model learns more than the unigram statistics of the fixture", "[text][learning]") {
