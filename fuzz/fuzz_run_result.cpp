@@ -48,7 +48,9 @@ bool same(const attnlab::run_result& a, const attnlab::run_result& b) {
            same(a.final_val, b.final_val) && same(a.best_val, b.best_val) && same(a.best_test, b.best_test) &&
            a.best_step == b.best_step && same(a.wall_s, b.wall_s) && a.params == b.params &&
            a.nonpositive_denominator_steps == b.nonpositive_denominator_steps &&
-           a.first_nonpositive_step == b.first_nonpositive_step;
+           a.first_nonpositive_step == b.first_nonpositive_step && a.baselines.has_value() == b.baselines.has_value() &&
+           (!a.baselines ||
+            (same(a.baselines->unigram, b.baselines->unigram) && same(a.baselines->bigram, b.baselines->bigram)));
 }
 
 }  // namespace

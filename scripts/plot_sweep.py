@@ -15,12 +15,16 @@ are often bimodal across seeds (a run solves the task or stays on a
 plateau), so the final-accuracy figures show every seed as a point and the
 median over seeds as a bar, never a mean with error bars.
 
-  loss_curves       loss (cross-entropy, log scale) against step, one panel
+  loss_curves       loss (cross-entropy, log scale; nats per byte for the
+                    text task) against step, one panel
                     per split (train, val when present, test): one line per
                     sweep point, the median over seeds, and a band from the
                     lowest to the highest seed (min-max over seeds).
   accuracy_curves   token and sequence accuracy against step, per split, as
-                    in loss_curves (band: min-max over seeds).
+                    in loss_curves (band: min-max over seeds); for text,
+                    next-byte accuracy only. The final-value figures below
+                    show, for text, the final test loss (log scale) and
+                    next-byte accuracy instead of the two accuracies.
   by_order          final test accuracy against the Taylor order (when
                     attention.order is swept), one series per remaining
                     swept setting (e.g. the denominator); variants without
@@ -81,6 +85,9 @@ MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h"]
 SPLITS = ["train", "val", "test"]
 MAX_CURVES = 7  # sweep points drawn in one panel of curves; more are split into rows
 ACCURACIES = [("token_acc", "token accuracy"), ("seq_acc", "sequence accuracy")]
+# text (byte-level language modelling): the loss is the metric, in nats per
+# byte (log scale); sequence accuracy does not apply.
+TEXT_FINALS = [("loss", "loss (nats/byte)"), ("token_acc", "next-byte accuracy")]
 READABLE = {
     "attention.numerator": "numerator",
     "attention.order": "Taylor order",
@@ -458,7 +465,11 @@ def curves(panels, series_title, title, out_dir, name, written):
     """loss_curves and accuracy_curves of one task."""
     series = list(OrderedDict.fromkeys(label for p in panels.values() for label in p))
     splits = splits_present([r for p in panels.values() for runs in p.values() for r in runs])
-    for kind, metrics, log_y in (("loss", [("loss", "loss (nats)")], True), ("accuracy", ACCURACIES, False)):
+    all_runs = [r for p in panels.values() for runs in p.values() for r in runs]
+    text = is_text(all_runs)
+    loss_name = "loss (nats/byte)" if text else "loss (nats)"
+    accuracies = [("token_acc", "next-byte accuracy")] if text else ACCURACIES
+    for kind, metrics, log_y in (("loss", [("loss", loss_name)], True), ("accuracy", accuracies, False)):
         fig = curve_figure(panels, series, metrics, splits,
                            f"{title}: {kind} against step; line: median, band: min-max over seeds", log_y)
         outside_legend(fig, series_handles(series), series, series_title)
@@ -487,9 +498,21 @@ def draw_seeds(ax, x, runs, metric, st, width):
     return med
 
 
-def accuracy_axes(ax, metric_name):
+def is_text(runs):
+    return bool(runs) and all(r.get("task.kind") == "text" for r in runs)
+
+
+def final_metrics(runs):
+    """The two panels of the final-value figures: accuracies, or for text the loss and next-byte accuracy."""
+    return TEXT_FINALS if is_text(runs) else ACCURACIES
+
+
+def accuracy_axes(ax, metric_name, metric="token_acc"):
     ax.set_ylabel(f"final test {metric_name}")
-    ax.set_ylim(-0.03, 1.03)
+    if metric == "loss":
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(-0.03, 1.03)
     ax.grid(axis="x", visible=False)
 
 
@@ -498,7 +521,7 @@ def categorical_figure(runs, category_of, group_of, x_title, group_title, title)
     categories = list(OrderedDict.fromkeys(category_of(r) for r in runs))
     groups = list(OrderedDict.fromkeys(group_of(r) for r in runs))
     fig, axes = new_figure(1, 2, max(3.4, 1.2 + 0.75 * len(categories)) * 2, 3.8)
-    for ax, (metric, metric_name) in zip(axes[0], ACCURACIES):
+    for ax, (metric, metric_name) in zip(axes[0], final_metrics(runs)):
         for ci, c in enumerate(categories):
             present = [g for g in groups if any(category_of(r) == c and group_of(r) == g for r in runs)]
             width = 0.8 / len(present)
@@ -511,7 +534,7 @@ def categorical_figure(runs, category_of, group_of, x_title, group_title, title)
                            if max(len(c) for c in categories) > 8 else "center")
         ax.set_xlim(-0.6, len(categories) - 0.4)
         ax.set_xlabel(x_title)
-        accuracy_axes(ax, metric_name)
+        accuracy_axes(ax, metric_name, metric)
     handles, labels = seed_and_median_handles(runs, median_bar())
     if len(groups) > 1:
         handles = [Line2D([], [], ls="none", **{k: v for k, v in style(i).items() if k != "linestyle"}, ms=6)
@@ -531,7 +554,7 @@ def order_figure(runs, group_of, group_title, title):
     groups = list(OrderedDict.fromkeys(group_of(r) for r in runs))
     width = 0.7 / len(groups)
     fig, axes = new_figure(1, 2, max(5.0, 1.2 + 0.7 * len(ticks)) * 2, 3.8)
-    for ax, (metric, metric_name) in zip(axes[0], ACCURACIES):
+    for ax, (metric, metric_name) in zip(axes[0], final_metrics(runs)):
         for gi, g in enumerate(groups):
             st = style(gi)
             dx = -0.35 + width * (gi + 0.5)
@@ -555,7 +578,7 @@ def order_figure(runs, group_of, group_title, title):
         ax.set_xticklabels(ticks)
         ax.set_xlim(-0.6, len(ticks) - 0.4)
         ax.set_xlabel("Taylor order" + (" (right: variants without an order)" if others else ""))
-        accuracy_axes(ax, metric_name)
+        accuracy_axes(ax, metric_name, metric)
     handles, labels = seed_and_median_handles(runs, median_bar())
     if len(groups) > 1:
         handles = [Line2D([], [], color=style(i)["color"], ls=style(i)["linestyle"], marker=style(i)["marker"], ms=6)
@@ -593,7 +616,7 @@ def state_figure(runs, group_of, group_title, title):
                     number(r.get("attention.order")) or 0)
     variants = list(OrderedDict.fromkeys([variant_name(r) for r in taylor] + [variant_name(r) for r in runs]))
     fig, axes = new_figure(1, 2, 11, 4.2)
-    for ax, (metric, metric_name) in zip(axes[0], ACCURACIES):
+    for ax, (metric, metric_name) in zip(axes[0], final_metrics(runs)):
         for gi, g in enumerate(groups):
             colour = style(gi)["color"]
             line = []
@@ -622,7 +645,7 @@ def state_figure(runs, group_of, group_title, title):
                        "recurrent state per attention head") + " (floats)" +
                       ("\nTaylor: symmetric layout; exp: key/value cache at the longest input"
                        if any(uses_cache(r) for r in runs) else "\nTaylor: symmetric layout"))
-        accuracy_axes(ax, metric_name)
+        accuracy_axes(ax, metric_name, metric)
         ax.grid(axis="x", visible=True, which="major")
     handles, labels = [], []
     if len(groups) > 1:
@@ -663,6 +686,7 @@ def base_name(run):
 
 def task_figures(runs, swept, title, prefix, out_dir, written):
     keys = varying_keys(runs, swept)
+    final = "final test loss and accuracy" if is_text(runs) else "final test accuracy"
 
     def name_of(ks):  # a sweep point's name: its swept values, else its variant
         return (lambda r: describe(r, ks) or base_name(r)) if ks else base_name
@@ -682,25 +706,25 @@ def task_figures(runs, swept, title, prefix, out_dir, written):
 
     if "attention.order" in keys:
         fig = order_figure(runs, group_of(rest), legend_title(rest),
-                           f"{title}: final test accuracy against Taylor order")
+                           f"{title}: {final} against Taylor order")
         save(fig, out_dir, prefix + "by_order", written)
     elif "attention.numerator" in keys:
         fig = categorical_figure(runs, variant_name, group_of(rest), "numerator", legend_title(rest),
-                                 f"{title}: final test accuracy per numerator")
+                                 f"{title}: {final} per numerator")
         save(fig, out_dir, prefix + "by_numerator", written)
     elif "attention.denominator" in keys:
         den_keys = ["attention.denominator"] + (["attention.clamp"] if "attention.clamp" in keys else [])
         others = [k for k in keys if k not in den_keys]
         fig = categorical_figure(runs, lambda r: describe(r, den_keys), group_of(others), "denominator",
-                                 legend_title(others), f"{title}: final test accuracy per denominator")
+                                 legend_title(others), f"{title}: {final} per denominator")
         save(fig, out_dir, prefix + "by_denominator", written)
     elif keys:
         fig = categorical_figure(runs, name_of(keys), lambda r: "", legend_title(keys), None,
-                                 f"{title}: final test accuracy per sweep point")
+                                 f"{title}: {final} per sweep point")
         save(fig, out_dir, prefix + "final_accuracy", written)
 
     if len({layer_state(r) for r in runs} - {None}) > 1:
-        fig = state_figure(runs, group_of(rest), legend_title(rest), f"{title}: final test accuracy against state size")
+        fig = state_figure(runs, group_of(rest), legend_title(rest), f"{title}: {final} against state size")
         save(fig, out_dir, prefix + "by_state", written)
 
 

@@ -428,7 +428,7 @@ TEST_CASE("spec errors: missing required keys", "[spec]") {
     CHECK_THAT(error_of(edit("    pairs: 4\n", "")),
                StartsWith("spec.yaml:4: base.task.pairs: missing required key (needed when task.kind is lookup)"));
     CHECK_THAT(error_of("name: t\nbase:\n  seed: 1\n"),
-               StartsWith("spec.yaml:2: base.task: missing required section (with kind, vocab)"));
+               StartsWith("spec.yaml:2: base.task: missing required section (with kind)"));
     CHECK_THAT(error_of("name: t\n"), StartsWith("spec.yaml:1: base: missing required key"));
 }
 
@@ -485,7 +485,7 @@ TEST_CASE("spec errors: selective_copy and induction", "[spec]") {
                           "selective_copy)"));
     CHECK_THAT(error_of(edit("    seq_len: 20\n", "", ind)),
                StartsWith("spec.yaml:4: base.task.seq_len: missing required key (needed when task.kind is one of "
-                          "lookup, induction)"));
+                          "lookup, induction, text)"));
     // Keys of another task.
     CHECK_THAT(error_of(edit("    pairs: 4\n", "    pairs: 4\n    n_tokens: 3\n")),
                StartsWith("spec.yaml:9: base.task.n_tokens: has no effect: task.n_tokens applies only when "
@@ -496,7 +496,7 @@ TEST_CASE("spec errors: selective_copy and induction", "[spec]") {
     CHECK_THAT(
         error_of(edit("    noise_len: 12\n", "    noise_len: 12\n    seq_len: 8\n", sc)),
         StartsWith("spec.yaml:9: base.task.seq_len: has no effect") &&
-            Contains("applies only when task.kind is one of lookup, induction, but task.kind is selective_copy"));
+            Contains("applies only when task.kind is one of lookup, induction, text, but task.kind is selective_copy"));
     // lookup keeps its own rule on seq_len.
     CHECK_THAT(error_of(edit("    seq_len: 32\n", "    seq_len: 33\n")),
                StartsWith("spec.yaml:7: base.task.seq_len: lookup needs an even task.seq_len, got 33"));

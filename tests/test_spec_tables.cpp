@@ -109,6 +109,10 @@ TEST_CASE("spec tables: a task's own keys apply exactly to that task", "[spec][t
         INFO("task " << t.name);
         run_config c;
         c.task.kind = t.kind;
+        // The optional text keys set (unset, they are left out of config.yaml); no effect on other tasks.
+        c.task.path = "/corpus.txt";
+        c.task.sha256 = std::string(64, '0');
+        c.task.size = 1;
         const std::string yaml = run_config_to_yaml(c);  // the keys that apply to it
         CHECK_THAT(yaml, Contains(std::string("  kind: ") + t.name + "\n"));
         for (const std::string& k : all_keys) {
@@ -139,8 +143,9 @@ TEST_CASE("spec tables: the loader and the generator report a task's broken rule
 TEST_CASE("spec tables: each task's generator makes inputs of the sizes its row gives", "[spec][tables]") {
     for (const task_traits& row : task_rows()) {
         INFO("task " << row.name);
-        task_config t;  // the documented defaults are a valid config of every task
+        task_config t;  // the documented defaults are a valid config of every task (text: given a file)
         t.kind = row.kind;
+        if (row.kind == task_kind::text) t.path = std::string(ATTNLAB_TEST_DATA) + "/text_fixture.txt";
         t.test_examples = 4;
         row.fill_defaults(t);
         REQUIRE(broken_task_rule(t).empty());

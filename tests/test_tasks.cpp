@@ -22,6 +22,8 @@
 
 #include "attnlab/tasks/generators.hpp"
 #include "attnlab/tasks/task.hpp"
+#include "attnlab/tasks/text.hpp"
+#include "support/text_files.hpp"
 
 using namespace attnlab;
 
@@ -76,6 +78,61 @@ task_config induction_config() {
     task_config c = small_task(task_kind::induction, 16);
     c.seq_len = 20;
     return c;
+}
+
+// text reads a file: the committed fixture (32615 bytes of the KJV), and for
+// the parameter `path` another file, the fixture's lines in reverse order.
+const std::string text_fixture = std::string(ATTNLAB_TEST_DATA) + "/text_fixture.txt";
+const std::string& other_text_file() {
+    static const test::temp_dir dir;
+    static const std::string path = [] {
+        const std::string p = (dir / "reversed.txt").string();
+        auto lines = test::lines_of(test::read_text(text_fixture));
+        std::reverse(lines.begin(), lines.end());
+        std::string text;
+        for (const auto& l : lines) text += l + "\n";
+        test::write_text(p, text);
+        return p;
+    }();
+    return path;
+}
+
+task_config text_config() {
+    task_config c = small_task(task_kind::text, 0);  // no vocab key: bytes
+    c.path = text_fixture;
+    c.seq_len = 16;
+    c.holdout = 0.05;  // 1630 bytes each for validation and test: 101 windows of 17
+    return c;
+}
+
+// Where a window of T + 1 bytes (tokens, then the last target) lies in its
+// part of the file: the train part for training windows, the test part at a
+// multiple of T for test windows.
+void check_text_example(const task_config& c, bool train, const row& tok, const row& tgt) {
+    static std::map<std::string, std::string> files;
+    if (!files.count(c.path)) files[c.path] = test::read_text(c.path);
+    const std::string& bytes = files[c.path];
+    const int T = c.seq_len;
+    REQUIRE(static_cast<int>(tok.size()) == T);
+    std::string window;
+    for (int t = 0; t < T; ++t) {
+        INFO("position " << t);
+        CHECK(tok[t] >= 0);
+        CHECK(tok[t] < 256);
+        if (t + 1 < T) CHECK(tgt[t] == tok[t + 1]);  // every position is an answer: the next byte
+        window += static_cast<char>(tok[t]);
+    }
+    window += static_cast<char>(tgt[T - 1]);
+    const text_split s = split_text(bytes.size(), c.holdout);
+    if (train) {
+        const auto at = bytes.substr(0, s.train_bytes()).find(window);
+        CHECK(at != std::string::npos);
+    } else {
+        const std::string part = bytes.substr(s.test_begin());
+        bool found = false;
+        for (std::size_t k = 0; !found && k * T + T < part.size(); ++k) found = part.compare(k * T, T + 1, window) == 0;
+        CHECK(found);
+    }
 }
 
 // Checks one copy example and returns its length n.
@@ -196,6 +253,8 @@ row data_of(const task_config& cfg, std::uint64_t seed) {
     auto tk = make_task(cfg, seed);
     row out(tk->test_set().tokens);
     out.insert(out.end(), tk->test_set().targets.begin(), tk->test_set().targets.end());
+    out.insert(out.end(), tk->val_set().tokens.begin(), tk->val_set().tokens.end());
+    out.insert(out.end(), tk->val_set().targets.begin(), tk->val_set().targets.end());
     batch b;
     for (int step = 0; step < 3; ++step) {
         tk->next_train_batch(b, 8);
@@ -221,8 +280,8 @@ struct parameter_change {
 struct task_case {
     task_config base;  // small and valid; test_examples 64, train_examples 0
     // Every task_config field the task reads, each with another valid value
-    // (test_examples and train_examples, which every task reads, are added by
-    // every_parameter()).
+    // (test_examples, val_examples and train_examples, which every task reads,
+    // are added by every_parameter()).
     std::vector<parameter_change> parameters;
     // Configurations make_task must refuse with logic_error (the spec loader
     // refuses them first, with a message for the user).
@@ -289,14 +348,27 @@ const std::vector<task_case>& task_table() {
          .seq_len = [](const task_config& c, split) { return c.seq_len + 1; },  // and the final trigger
          .check_example = [](const task_config& c, split, const row& tok,
                              const row& tgt) { check_induction_example(tok, tgt, c.vocab, c.seq_len); }},
+        {.base = text_config(),
+         .parameters = {{"seq_len", [](task_config& c) { c.seq_len = 17; }},
+                        {"holdout", [](task_config& c) { c.holdout = 0.06; }},
+                        {"path", [](task_config& c) { c.path = other_text_file(); }}},
+         .invalid = {{"holdout 0.5", [](task_config& c) { c.holdout = 0.5; }},
+                     {"no path", [](task_config& c) { c.path.clear(); }},
+                     // 1630 bytes for validation and test: no window of 1631 + 1 bytes fits
+                     {"seq_len 1631", [](task_config& c) { c.seq_len = 1631; }}},
+         .vocab_size = [](const task_config&) { return 256; },
+         .seq_len = [](const task_config& c, split) { return c.seq_len; },
+         .check_example = [](const task_config& c, split s, const row& tok,
+                             const row& tgt) { check_text_example(c, s == split::train, tok, tgt); }},
     };
     return table;
 }
 
-// A row's parameters and the two every task reads.
+// A row's parameters and the three every task reads.
 std::vector<parameter_change> every_parameter(const task_case& t) {
     std::vector<parameter_change> all = t.parameters;
     all.push_back({"test_examples", [](task_config& c) { c.test_examples = 65; }});
+    all.push_back({"val_examples", [](task_config& c) { c.val_examples = 66; }});
     all.push_back({"train_examples", [](task_config& c) { c.train_examples = 50; }});
     return all;
 }
@@ -314,7 +386,7 @@ task_config changed(const task_config& base, const parameter_change& change) {
 TEST_CASE("tasks: the table has one row per task kind", "[tasks]") {
     std::set<std::string> kinds;
     for (const task_case& t : task_table()) kinds.insert(to_string(t.base.kind));
-    CHECK(kinds == std::set<std::string>{"copy", "lookup", "selective_copy", "induction"});
+    CHECK(kinds == std::set<std::string>{"copy", "lookup", "selective_copy", "induction", "text"});
     CHECK(task_table().size() == kinds.size());
 }
 

@@ -25,7 +25,7 @@ _EXPORTS = {
     "read_checkpoint": "checkpoint", "read_config": "checkpoint", "read_safetensors": "checkpoint",
     "NO_TARGET": "data", "Rng": "data", "derive_seed": "data", "STREAM_TRAIN": "data", "STREAM_TEST": "data",
     "Task": "data", "test_set": "data", "train_batches": "data", "model_vocab_size": "data",
-    "train_seq_len": "data", "test_seq_len": "data",
+    "train_seq_len": "data", "test_seq_len": "data", "val_set": "data", "text_split": "data",
     "Reference": "model",
     "load_run": "run", "load_model": "run", "evaluate": "run", "evaluate_run": "run",
     "read_summary": "results", "read_metrics": "results", "read_curves": "results",

@@ -3,7 +3,8 @@
 A port of lib/include/attnlab/util/rng.hpp (splitmix64 seeding, xoshiro256**
 streams, attnlab's own uniform integer / uniform real / normal draws) and of
 the four generators of lib/src/tasks/ (copy, lookup, selective_copy,
-induction) with the split logic of lib/src/tasks/task.cpp: the training
+induction) with the split logic of lib/src/tasks/task.cpp, and of the text
+task's windows (lib/src/tasks/text.cpp, below): the training
 stream comes from derive_seed(seed, STREAM_TRAIN), as fresh examples on every
 batch or, with task.train_examples > 0, as uniform draws from a pool of the
 stream's first train_examples examples; the test set from
@@ -235,7 +236,7 @@ def task_settings(config: dict) -> dict:
         raise ValueError("task config has no `kind`")
     defaults = {"vocab": 64, "seq_len": 32, "pairs": 4, "power_a": 0.01, "random_filler": False, "min_len": 0,
                 "max_len": 16, "test_min_len": 0, "test_max_len": 0, "n_tokens": 16, "noise_len": 64,
-                "test_examples": 256, "val_examples": 0, "train_examples": 0}
+                "test_examples": 256, "val_examples": 0, "train_examples": 0, "holdout": 0.05}
     for k, v in defaults.items():
         t.setdefault(k, v)
     if not t["min_len"]:
@@ -250,8 +251,10 @@ def task_settings(config: dict) -> dict:
 
 
 def model_vocab_size(config: dict) -> int:
-    """Model vocabulary: copy vocab + 2 (pad 0, SEP vocab + 1); the others vocab."""
+    """Model vocabulary: copy vocab + 2 (pad 0, SEP vocab + 1); text 256 (bytes); the others vocab."""
     t = task_settings(config)
+    if t["kind"] == "text":
+        return 256
     return int(t["vocab"]) + 2 if t["kind"] == "copy" else int(t["vocab"])
 
 
@@ -259,7 +262,7 @@ def _seq_len(t: dict, copy_max_len: int) -> int:
     kind = t["kind"]
     if kind == "copy":
         return 2 * int(copy_max_len)
-    if kind == "lookup":
+    if kind in ("lookup", "text"):
         return int(t["seq_len"])
     if kind == "selective_copy":
         return int(t["noise_len"]) + 2 * int(t["n_tokens"])
@@ -312,6 +315,49 @@ def _fill(B: int, T: int, fill, r: Rng) -> tuple[np.ndarray, np.ndarray]:
     return tokens, targets
 
 
+# ---------------------------------------------------------------- text
+
+
+def text_split(n: int, holdout: float) -> tuple[int, int]:
+    """(train bytes, e) of a file of n bytes: e = floor(holdout n) bytes each
+    for the validation part [n - 2e, n - e) and the test part [n - e, n);
+    the train part is [0, n - 2e)."""
+    e = math.floor(holdout * n)
+    return n - 2 * e, e
+
+
+def _windows(data: np.ndarray, starts: list[int], T: int) -> tuple[np.ndarray, np.ndarray]:
+    """Windows of T + 1 bytes at `starts`: inputs the first T, targets the last T."""
+    tokens = np.zeros((len(starts), T), dtype=np.int32)
+    targets = np.zeros((len(starts), T), dtype=np.int32)
+    for b, s in enumerate(starts):
+        tokens[b] = data[s:s + T]
+        targets[b] = data[s + 1:s + T + 1]
+    return tokens, targets
+
+
+class _TextData:
+    """The text task (docs/tasks.md "text"): the file's bytes, split in three
+    contiguous parts; training windows at uniform offsets of the train part,
+    evaluation windows at k T of their part (the same for every seed)."""
+
+    def __init__(self, t: dict):
+        with open(t["path"], "rb") as f:
+            self.data = np.frombuffer(f.read(), dtype=np.uint8)
+        self.T = int(t["seq_len"])
+        self.train_bytes, self.e = text_split(len(self.data), float(t["holdout"]))
+        self.starts = self.train_bytes - self.T  # offsets 0 .. train_bytes - T - 1
+        if self.starts < 1 or (self.e - 1) // self.T < 1:
+            raise ValueError(f"{t['path']}: too short for windows of {self.T + 1} bytes")
+
+    def eval_set(self, begin: int, wanted: int) -> tuple[np.ndarray, np.ndarray]:
+        count = min(wanted, (self.e - 1) // self.T)
+        return _windows(self.data, [begin + k * self.T for k in range(count)], self.T)
+
+    def train_windows(self, B: int, r: Rng) -> tuple[np.ndarray, np.ndarray]:
+        return _windows(self.data, [r.uniform_index(self.starts) for _ in range(B)], self.T)
+
+
 class Task:
     """The data of one run, as attnlab's generated_task: a training stream and
     a fixed test set, both from the run's seed.
@@ -325,17 +371,26 @@ class Task:
         self.vocab_size = model_vocab_size(self.settings)
         self.train_T = train_seq_len(self.settings)
         self.test_T = test_seq_len(self.settings)
-        self._train_fill = _example_fn(self.settings, self.train_T, test=False)
-        self._test_fill = _example_fn(self.settings, self.test_T, test=True)
+        text = self.settings["kind"] == "text"
+        self._train_fill = None if text else _example_fn(self.settings, self.train_T, test=False)
+        self._test_fill = None if text else _example_fn(self.settings, self.test_T, test=True)
         self._train_rng = Rng(derive_seed(self.seed, STREAM_TRAIN))
         pool = int(self.settings["train_examples"])
+        self._text = _TextData(self.settings) if self.settings["kind"] == "text" else None
+        if self._text is not None:
+            self._train_fill = lambda B, r: self._text.train_windows(B, r)
+        else:
+            fill = self._train_fill
+            self._train_fill = lambda B, r: _fill(B, self.train_T, fill, r)
         # The pool is the training stream's first `pool` examples, drawn once.
-        self._pool = _fill(pool, self.train_T, self._train_fill, self._train_rng) if pool > 0 else None
+        self._pool = self._train_fill(pool, self._train_rng) if pool > 0 else None
         self._test = None
         self._val = None
 
     def test_set(self) -> tuple[np.ndarray, np.ndarray]:
         """(tokens, targets), each (test_examples, test_T) int32; made once."""
+        if self._test is None and self._text is not None:
+            self._test = self._text.eval_set(len(self._text.data) - self._text.e, int(self.settings["test_examples"]))
         if self._test is None:
             r = Rng(derive_seed(self.seed, STREAM_TEST))
             self._test = _fill(int(self.settings["test_examples"]), self.test_T, self._test_fill, r)
@@ -344,15 +399,17 @@ class Task:
     def val_set(self) -> tuple[np.ndarray, np.ndarray]:
         """(tokens, targets), each (val_examples, train_T) int32, drawn like
         training examples; made once."""
+        if self._val is None and self._text is not None:
+            self._val = self._text.eval_set(self._text.train_bytes, int(self.settings["val_examples"]))
         if self._val is None:
             r = Rng(derive_seed(self.seed, STREAM_VAL))
-            self._val = _fill(int(self.settings["val_examples"]), self.train_T, self._train_fill, r)
+            self._val = self._train_fill(int(self.settings["val_examples"]), r)
         return self._val
 
     def next_train_batch(self, B: int) -> tuple[np.ndarray, np.ndarray]:
         """The next B training examples of the stream: (B, train_T) tokens and targets."""
         if self._pool is None:
-            return _fill(B, self.train_T, self._train_fill, self._train_rng)
+            return self._train_fill(B, self._train_rng)
         rows = [self._train_rng.uniform_index(self._pool[0].shape[0]) for _ in range(B)]
         return self._pool[0][rows].copy(), self._pool[1][rows].copy()
 

@@ -37,11 +37,12 @@ _NA = ["", "nan", "-nan"]
 # Numbers that are fractions or rates, whatever their cells look like.
 _FLOAT_COLUMNS = ("loss", "token_acc", "seq_acc", "lr", "grad_norm", "tokens_per_s", "elapsed_s", "wall_s") + tuple(
     f"{when}_{split}_{metric}" for when in ("final", "best") for split in ("val", "test")
-    for metric in ("loss", "token_acc", "seq_acc"))
+    for metric in ("loss", "token_acc", "seq_acc", "bits_per_byte")) + tuple(
+    f"{model}_test_{unit}" for model in ("unigram", "bigram") for unit in ("loss", "bits_per_byte"))
 
 
 # Text even when every cell is empty (pandas would make that column float).
-_TEXT_COLUMNS = ("run_id", "status", "split", "reason")
+_TEXT_COLUMNS = ("run_id", "status", "split", "reason", "task.path", "task.sha256")
 
 
 def _read_csv(path) -> pd.DataFrame:

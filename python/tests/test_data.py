@@ -1,8 +1,9 @@
 """The package's task data equals attnlab's, token for token: for every task
 kind (and copy with test lengths other than the training lengths, lookup with
-a fixed training pool and random filler), the test set and the first training
-batches regenerated in Python equal what attnlab_task_dump writes from the
-C++ generators; so do the raw rng draws."""
+a fixed training pool and random filler, text with and without a pool), the
+test set, the validation set and the first training batches regenerated in
+Python equal what attnlab_task_dump writes from the C++ generators; so do
+the raw rng draws."""
 
 import os
 import unittest
@@ -17,6 +18,7 @@ import support
 MODEL = {"layers": 1, "d_model": 8, "heads": 1}
 ATTENTION = {"numerator": "exp", "denominator": "softmax"}
 TRAIN = {"steps": 10, "batch": 5, "lr": 0.001, "warmup": 0}
+TEXT_FIXTURE = os.path.join(support.SOURCE_DIR, "tests", "data", "text_fixture.txt")
 TASKS = {
     "copy": {"kind": "copy", "vocab": 10, "min_len": 2, "max_len": 6, "test_examples": 40},
     # Test inputs longer than training inputs: another T and other lengths.
@@ -30,6 +32,11 @@ TASKS = {
     "selective_copy_pool": {"kind": "selective_copy", "vocab": 5, "n_tokens": 3, "noise_len": 0,
                             "train_examples": 4, "test_examples": 20},
     "induction": {"kind": "induction", "vocab": 12, "seq_len": 14, "test_examples": 40},
+    # The committed fixture (tests/data/text_fixture.txt): 1630 bytes each for
+    # validation and test, so 40 test windows of 33 bytes fit and 200 do not.
+    "text": {"kind": "text", "path": TEXT_FIXTURE, "seq_len": 32, "test_examples": 40, "val_examples": 200},
+    "text_pool": {"kind": "text", "path": TEXT_FIXTURE, "seq_len": 20, "holdout": 0.1, "train_examples": 7,
+                  "test_examples": 10000},
 }
 TRAIN_BATCHES = 3
 
@@ -44,7 +51,7 @@ def dump(config: dict, out_dir: str) -> dict:
     path = support.write_config(os.path.join(out_dir, "config.yaml"), config)
     support.run([support.task_dump_binary(), path, out_dir, str(TRAIN_BATCHES)])
     out = {name: np.load(os.path.join(out_dir, name + ".npy"))
-           for name in ("test_tokens", "test_targets", "train_tokens", "train_targets")}
+           for name in ("test_tokens", "test_targets", "val_tokens", "val_targets", "train_tokens", "train_targets")}
     with open(os.path.join(out_dir, "sizes.txt")) as f:
         out["sizes"] = {k: int(v) for k, v in (line.split() for line in f)}
     with open(os.path.join(out_dir, "rng.txt")) as f:
@@ -54,8 +61,9 @@ def dump(config: dict, out_dir: str) -> dict:
 
 def python_data(config: dict) -> dict:
     tokens, targets = attnlab.test_set(config)
+    val_tokens, val_targets = attnlab.val_set(config)
     batches = list(attnlab.train_batches(config, steps=TRAIN_BATCHES))
-    return {"test_tokens": tokens, "test_targets": targets,
+    return {"test_tokens": tokens, "test_targets": targets, "val_tokens": val_tokens, "val_targets": val_targets,
             "train_tokens": np.stack([b[0] for b in batches]), "train_targets": np.stack([b[1] for b in batches])}
 
 
@@ -68,7 +76,7 @@ class TaskDataTest(unittest.TestCase):
         config = config_of(case, seed)
         cpp = dump(config, os.path.join(self.dir, case))
         py = python_data(config)
-        for name in ("test_tokens", "test_targets", "train_tokens", "train_targets"):
+        for name in ("test_tokens", "test_targets", "val_tokens", "val_targets", "train_tokens", "train_targets"):
             self.assertEqual(py[name].dtype, np.int32, name)
             np.testing.assert_array_equal(py[name], cpp[name], err_msg=f"{case}: {name}")
         # Not vacuous: answers exist in both splits.
@@ -103,6 +111,18 @@ class TaskDataTest(unittest.TestCase):
 
     def test_selective_copy_with_a_training_pool(self):
         self.check_case("selective_copy_pool", 8)
+
+    def test_text(self):
+        _, cpp = self.check_case("text", 11)
+        self.assertEqual(cpp["test_tokens"].shape, (40, 32))
+        self.assertEqual(cpp["val_tokens"].shape, (1629 // 32, 32))  # all that fit: floor((e - 1) / T)
+        # The split, by hand: e = floor(0.05 * 32615) = 1630; the test part is the last 1630 bytes.
+        data = open(TEXT_FIXTURE, "rb").read()
+        self.assertEqual(attnlab.text_split(len(data), 0.05), (32615 - 2 * 1630, 1630))
+        self.assertEqual(bytes(cpp["test_tokens"][1].astype(np.uint8)), data[32615 - 1630 + 32:32615 - 1630 + 64])
+
+    def test_text_with_a_training_pool(self):
+        self.check_case("text_pool", 12)
 
     def test_induction(self):
         self.check_case("induction", 9)

@@ -7,6 +7,7 @@
 // The task is built as a training run builds it (make_task with the config's
 // task and seed). OUT_DIR receives:
 //   test_tokens.npy, test_targets.npy    int32 (test_examples, T_test)
+//   val_tokens.npy, val_targets.npy      int32 (val_examples, T_train)
 //   train_tokens.npy, train_targets.npy  int32 (TRAIN_BATCHES, train.batch, T_train):
 //                                        the batches of steps 1..TRAIN_BATCHES
 //                                        (default 3)
@@ -88,6 +89,9 @@ int dump(const run_config& cfg, const std::filesystem::path& dir, int train_batc
     const batch& test = data->test_set();  // (N, T_test)
     write_npy_int32(dir / "test_tokens.npy", {test.B, test.T}, test.tokens);
     write_npy_int32(dir / "test_targets.npy", {test.B, test.T}, test.targets);
+    const batch& val = data->val_set();  // (N, T_train)
+    write_npy_int32(dir / "val_tokens.npy", {val.B, val.T}, val.tokens);
+    write_npy_int32(dir / "val_targets.npy", {val.B, val.T}, val.targets);
 
     // (K, B, T_train): the batches of steps 1..K, as the trainer draws them.
     const int B = cfg.train.batch, T = data->train_seq_len();

@@ -65,6 +65,9 @@ std::string run_result_to_yaml(const run_result& r) {
     s << "params: " << r.params << "\n";
     s << "nonpositive_denominator_steps: " << r.nonpositive_denominator_steps << "\n";
     s << "first_nonpositive_step: " << r.first_nonpositive_step << "\n";
+    if (r.baselines)  // nats per byte on the test set (text)
+        s << "baselines: {unigram_test_loss: " << yaml_number(r.baselines->unigram)
+          << ", bigram_test_loss: " << yaml_number(r.baselines->bigram) << "}\n";
     return s.str();
 }
 
@@ -117,6 +120,8 @@ std::optional<run_result> read_run_result(const std::string& path) {
         r.params = n["params"].as<std::size_t>();
         r.nonpositive_denominator_steps = n["nonpositive_denominator_steps"].as<long>();
         r.first_nonpositive_step = n["first_nonpositive_step"].as<int>();
+        if (const YAML::Node b = n["baselines"])
+            r.baselines = baseline_losses{parse_number(b["unigram_test_loss"]), parse_number(b["bigram_test_loss"])};
         return r;
     } catch (const YAML::Exception& e) {
         throw io_error(path + ": malformed run result (" + e.what() + ")");

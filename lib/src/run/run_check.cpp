@@ -118,7 +118,16 @@ run_dir_check check_run_dir(const std::string& run_dir) {
 }
 
 std::vector<config_difference> config_differences(const std::string& old_yaml, const std::string& new_yaml) {
-    const auto a = flat_keys(old_yaml), b = flat_keys(new_yaml);
+    auto a = flat_keys(old_yaml), b = flat_keys(new_yaml);
+    // A text task's file is the same file when its bytes are (size and sha256,
+    // compared as keys below), wherever it lies: a repository may be cloned elsewhere.
+    const auto records_bytes = [](const std::map<std::string, std::string>& m) {
+        return m.count("task.size") && m.count("task.sha256");
+    };
+    if (records_bytes(a) && records_bytes(b)) {
+        a.erase("task.path");
+        b.erase("task.path");
+    }
     std::vector<config_difference> out;
     for (const auto& [key, value] : a) {
         const auto it = b.find(key);
@@ -128,6 +137,10 @@ std::vector<config_difference> config_differences(const std::string& old_yaml, c
     for (const auto& [key, value] : b)
         if (!a.count(key)) out.push_back({key, "(none)", value});
     return out;
+}
+
+bool same_run_config(const std::string& old_yaml, const std::string& new_yaml) {
+    return old_yaml == new_yaml || config_differences(old_yaml, new_yaml).empty();
 }
 
 std::string differences_text(const std::vector<config_difference>& diffs) {

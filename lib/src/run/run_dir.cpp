@@ -44,7 +44,7 @@ std::optional<run_result> finished_run_result(const std::string& run_dir, const 
         spdlog::warn("{}; the run is not counted as finished", c.problem);
         return std::nullopt;
     }
-    if (c.state != run_dir_state::finished || c.config_yaml != config_yaml) return std::nullopt;
+    if (c.state != run_dir_state::finished || !same_run_config(c.config_yaml, config_yaml)) return std::nullopt;
     return c.result;
 }
 
@@ -67,7 +67,7 @@ std::string unfinished_reason(const std::string& run_dir, const std::string& con
         case run_dir_state::damaged: return c.problem;
         case run_dir_state::finished:
         case run_dir_state::unfinished:
-            if (c.config_yaml != config_yaml)
+            if (!same_run_config(c.config_yaml, config_yaml))
                 return "config.yaml differs from the spec's (trained with another spec or --set: " +
                        differences_text(config_differences(c.config_yaml, config_yaml)) + ")";
             if (c.state == run_dir_state::finished) return "done";

@@ -93,7 +93,7 @@ std::vector<std::string> metrics_fields(const metrics_row& r) {
             r.split,
             format_number(r.m.loss),
             format_number(r.m.token_acc),
-            format_number(r.m.seq_acc),
+            std::isnan(r.m.seq_acc) ? "" : format_number(r.m.seq_acc),  // NaN: does not apply (text)
             optional_cell(r.lr),
             optional_cell(r.grad_norm),
             optional_cell(r.tokens_per_s ? std::optional<double>(std::round(*r.tokens_per_s)) : std::nullopt),
@@ -250,11 +250,11 @@ attempt sweep_runner::train_one(std::size_t i, bool wait) {
     // Under the lock, look again: another process may have finished the run since the scan.
     const run_dir_check now = check_run_dir(dir);
     const bool stored_finished = now.state == run_dir_state::finished || now.state == run_dir_state::damaged;
-    if (now.state == run_dir_state::finished && now.config_yaml == config_yaml) {
+    if (now.state == run_dir_state::finished && same_run_config(now.config_yaml, config_yaml)) {
         spdlog::info("{} already done ({}), skipped", tg, to_string(now.result->status));
         return {attempt_kind::done_elsewhere, *now.result};
     }
-    if (stored_finished && now.config_yaml != config_yaml) {
+    if (stored_finished && !same_run_config(now.config_yaml, config_yaml)) {
         const std::string diffs = differences_text(config_differences(now.config_yaml, config_yaml));
         if (!opt_.overwrite)
             throw config_error(
@@ -310,11 +310,15 @@ attempt sweep_runner::train_one(std::size_t i, bool wait) {
             const std::size_t started = std::min(next_.load(), queue_.size());
             sweep_left = run_left + static_cast<double>(queue_.size() - started) * per_run / opt_.jobs;
         }
+        // Text: the test loss also in bits per byte, and no sequence accuracy.
+        const std::string test_extra = point.config.task.kind == task_kind::text
+                                           ? fmt::format(" ({:.4f} bits/byte)", r.m.loss / std::log(2.0))
+                                           : fmt::format(" seq {:.3f}", r.m.seq_acc);
         spdlog::info(
-            "{} step {}/{} | train loss {:.4f} acc {:.3f} | val loss {:.4f} acc {:.3f} | test loss {:.4f} acc {:.3f} "
-            "seq {:.3f} | {:.1f}k tok/s | left: run {}, sweep {}",
+            "{} step {}/{} | train loss {:.4f} acc {:.3f} | val loss {:.4f} acc {:.3f} | test loss {:.4f} acc {:.3f}{} "
+            "| {:.1f}k tok/s | left: run {}, sweep {}",
             tg, r.step, steps, last_train_loss, last_train_acc, last_val_loss, last_val_acc, r.m.loss, r.m.token_acc,
-            r.m.seq_acc, last_tps / 1000, duration_text(run_left), duration_text(sweep_left));
+            test_extra, last_tps / 1000, duration_text(run_left), duration_text(sweep_left));
     };
     // Checkpoint: written before result.yaml, which marks the run complete.
     bool saved = false;
@@ -342,10 +346,13 @@ attempt sweep_runner::train_one(std::size_t i, bool wait) {
     if (res.status == run_status::diverged) {
         spdlog::warn("{} diverged: {}; no checkpoint saved", tg, res.reason);
     } else {
-        spdlog::info(
-            "{} done in {}: test token acc {:.4f}, seq acc {:.4f} (at step {}, lowest val loss: test token acc {:.4f})",
-            tg, duration_text(res.wall_s), res.final_test.token_acc, res.final_test.seq_acc, res.best_step,
-            res.best_test.token_acc);
+        const std::string test_extra = point.config.task.kind == task_kind::text
+                                           ? fmt::format("loss {:.4f} ({:.4f} bits/byte)", res.final_test.loss,
+                                                         res.final_test.loss / std::log(2.0))
+                                           : fmt::format("seq acc {:.4f}", res.final_test.seq_acc);
+        spdlog::info("{} done in {}: test token acc {:.4f}, {} (at step {}, lowest val loss: test token acc {:.4f})",
+                     tg, duration_text(res.wall_s), res.final_test.token_acc, test_extra, res.best_step,
+                     res.best_test.token_acc);
         if (!saved) spdlog::warn("{} parameters not finite; no checkpoint saved", tg);
     }
     return {attempt_kind::trained, res};

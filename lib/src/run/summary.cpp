@@ -55,7 +55,11 @@ std::map<std::string, std::string> config_map(const run_config& cfg) {
 }
 
 namespace {
-const char* const metric_names[] = {"loss", "token_acc", "seq_acc"};
+// bits_per_byte = loss / ln 2, for text runs only (empty for the other tasks).
+const char* const metric_names[] = {"loss", "token_acc", "seq_acc", "bits_per_byte"};
+// The text task's reference test losses (result.yaml's baselines), nats and bits per byte.
+const char* const baseline_columns[] = {"unigram_test_loss", "unigram_test_bits_per_byte", "bigram_test_loss",
+                                        "bigram_test_bits_per_byte"};
 
 // A key's value in a config_map, "" where the key does not apply.
 std::string cell_of(const std::map<std::string, std::string>& config, const std::string& key) {
@@ -63,8 +67,20 @@ std::string cell_of(const std::map<std::string, std::string>& config, const std:
     return it == config.end() ? "" : it->second;
 }
 
-void add_metrics(std::vector<std::string>& row, const eval_metrics& m) {
-    for (double v : {m.loss, m.token_acc, m.seq_acc}) row.push_back(format_number(v));
+// A metric that does not apply to the run is an empty cell, never 0: seq_acc
+// where it is NaN (text), bits_per_byte for tasks other than text.
+void add_metrics(std::vector<std::string>& row, const eval_metrics& m, const task_config& t) {
+    row.push_back(format_number(m.loss));
+    row.push_back(format_number(m.token_acc));
+    row.push_back(std::isnan(m.seq_acc) ? "" : format_number(m.seq_acc));
+    row.push_back(t.kind == task_kind::text ? format_number(bits(m.loss)) : "");
+}
+
+void add_baselines(std::vector<std::string>& row, const std::optional<baseline_losses>& b) {
+    for (double nats : {b ? b->unigram : NAN, b ? b->bigram : NAN}) {
+        row.push_back(b ? format_number(nats) : "");
+        row.push_back(b ? format_number(bits(nats)) : "");
+    }
 }
 }  // namespace
 
@@ -77,6 +93,7 @@ std::string summary_csv(const experiment_spec& spec, const std::vector<summary_e
     header.emplace_back("best_step");
     for (const char* prefix : {"best_val_", "best_test_"})
         for (const char* m : metric_names) header.push_back(std::string(prefix) + m);
+    for (const char* h : baseline_columns) header.emplace_back(h);
     for (const char* h : {"steps", "wall_s", "params", "state_floats", "state_floats_full", "state_bytes",
                           "nonpositive_denominator_steps", "lr_selected", "reason"})
         header.emplace_back(h);
@@ -88,11 +105,13 @@ std::string summary_csv(const experiment_spec& spec, const std::vector<summary_e
         std::vector<std::string> row = {e.point->id, to_string(r.status)};
         const auto config = config_map(e.point->config);
         for (const auto& k : keys) row.push_back(cell_of(config, k));
-        add_metrics(row, r.final_val);
-        add_metrics(row, r.final_test);
+        const task_config& t = e.point->config.task;
+        add_metrics(row, r.final_val, t);
+        add_metrics(row, r.final_test, t);
         row.push_back(std::to_string(r.best_step));
-        add_metrics(row, r.best_val);
-        add_metrics(row, r.best_test);
+        add_metrics(row, r.best_val, t);
+        add_metrics(row, r.best_test, t);
+        add_baselines(row, r.baselines);
         row.push_back(std::to_string(r.steps));
         char wall[32];
         std::snprintf(wall, sizeof wall, "%.2f", r.wall_s);

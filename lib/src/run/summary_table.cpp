@@ -2,10 +2,12 @@
 // differ only in their seed, every seed's value beside the mean and spread
 // (outcomes are often bimodal across seeds), and, when train.lr is swept,
 // each variant at the rate chosen on validation (run_groups.hpp).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attnlab/run/run_groups.hpp"
@@ -44,6 +46,13 @@ const char* const metric_header =
     " runs | diverged | solved | val_loss | token_acc | token_acc by seed | seq_acc | "
     "seq_acc by seed | loss |";
 constexpr int metric_columns = 9;
+// Experiments with text runs: the test loss in bits per byte as well.
+const char* const bits_header = " bits_per_byte |";
+
+bool any_text(const std::vector<summary_entry>& entries) {
+    return std::any_of(entries.begin(), entries.end(),
+                       [](const summary_entry& e) { return e.point->config.task.kind == task_kind::text; });
+}
 
 // "s0: 0.281, s1: 0.974, s2: diverged": each seed's value of one metric.
 std::string by_seed(const std::vector<summary_entry>& entries, const std::vector<std::size_t>& members,
@@ -60,9 +69,16 @@ std::string by_seed(const std::vector<summary_entry>& entries, const std::vector
     return out;
 }
 
-// The metric cells of a group of runs (see metric_header), with a leading space and "|" after each.
-std::string metric_cells(const std::vector<summary_entry>& entries, const std::vector<std::size_t>& members) {
-    std::vector<double> val_loss, tok, seq, loss;
+// The metric cells of a group of runs (see metric_header; bits_header too
+// when `bits_column`), with a leading space and "|" after each. Where the
+// sequence accuracy does not apply (text) its cells are empty, as is the
+// bits column for tasks other than text.
+std::string metric_cells(const std::vector<summary_entry>& entries, const std::vector<std::size_t>& members,
+                         bool bits_column) {
+    const task_config& task = entries[members.front()].point->config.task;  // groups share their task
+    const bool seq_applies = traits_of(task.kind).sequence_accuracy;
+    const bool per_byte = task.kind == task_kind::text;
+    std::vector<double> val_loss, tok, seq, loss, loss_bits;
     int diverged = 0, solved = 0;
     for (std::size_t i : members) {
         const run_result& r = entries[i].result;
@@ -74,24 +90,65 @@ std::string metric_cells(const std::vector<summary_entry>& entries, const std::v
         tok.push_back(r.final_test.token_acc);
         seq.push_back(r.final_test.seq_acc);
         loss.push_back(r.final_test.loss);
+        loss_bits.push_back(bits(r.final_test.loss));
         solved += r.final_test.token_acc >= solved_token_acc;
     }
     std::ostringstream s;
     s << " " << members.size() << " | " << diverged << " | " << solved << "/" << members.size() << " | ";
+    std::string seq_cells = " | ";  // text: two empty cells
+    if (seq_applies) {
+        seq_cells = tok.empty() ? std::string("–") : fmt(stats(seq));
+        seq_cells += " | ";
+        seq_cells += by_seed(entries, members, &eval_metrics::seq_acc);
+    }
+    std::string bits_cell;
+    if (bits_column) {
+        bits_cell = " ";
+        if (per_byte) bits_cell += tok.empty() ? std::string("–") : fmt(stats(loss_bits));
+        bits_cell += " |";
+    }
     if (tok.empty())
-        return s.str() + "– | – | " + by_seed(entries, members, &eval_metrics::token_acc) + " | – | " +
-               by_seed(entries, members, &eval_metrics::seq_acc) + " | – |";
+        return s.str() + "– | – | " + by_seed(entries, members, &eval_metrics::token_acc) + " | " + seq_cells +
+               " | – |" + bits_cell;
     s << fmt(stats(val_loss)) << " | " << fmt(stats(tok)) << " | "
-      << by_seed(entries, members, &eval_metrics::token_acc) << " | " << fmt(stats(seq)) << " | "
-      << by_seed(entries, members, &eval_metrics::seq_acc) << " | " << fmt(stats(loss)) << " |";
+      << by_seed(entries, members, &eval_metrics::token_acc) << " | " << seq_cells << " | " << fmt(stats(loss)) << " |"
+      << bits_cell;
     return s.str();
 }
 
-void table_header(std::ostringstream& s, const std::vector<std::string>& keys) {
+// The reference test losses of the text runs (result.yaml's baselines), one
+// line per distinct pair (the test set, and so they, follow task.* keys).
+std::string baselines_text(const std::vector<summary_entry>& entries) {
+    std::vector<std::pair<baseline_losses, std::string>> seen;  // values, first run with them
+    for (const summary_entry& e : entries) {
+        if (!e.result.baselines) continue;
+        const baseline_losses& b = *e.result.baselines;
+        const bool known = std::any_of(seen.begin(), seen.end(), [&](const auto& p) {
+            return p.first.unigram == b.unigram && p.first.bigram == b.bigram;
+        });
+        if (!known) seen.emplace_back(b, e.point->id);
+    }
+    if (seen.empty()) return "";
+    auto line = [](const baseline_losses& b) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf,
+                      "unigram %.4f nats/byte (%.4f bits/byte), bigram %.4f nats/byte (%.4f bits/byte)", b.unigram,
+                      bits(b.unigram), b.bigram, bits(b.bigram));
+        return std::string(buf);
+    };
+    std::string out =
+        "Baselines, for scale: the test loss of byte models fitted on the train part with add-one smoothing";
+    if (seen.size() == 1) return out + ": " + line(seen[0].first) + ".\n\n";
+    out += " (they differ with the test set):\n\n";
+    for (const auto& [b, id] : seen) out += "- " + line(b) + " (as in " + id + ")\n";
+    return out + "\n";
+}
+
+void table_header(std::ostringstream& s, const std::vector<std::string>& keys, bool bits_column) {
     s << "|";
     for (const auto& k : keys) s << " " << k << " |";
-    s << metric_header << "\n|";
-    for (std::size_t i = 0; i < keys.size() + metric_columns; ++i) s << "---|";
+    s << metric_header << (bits_column ? bits_header : "") << "\n|";
+    for (std::size_t i = 0; i < keys.size() + metric_columns + (bits_column ? 1 : 0); ++i) s << "---|";
     s << "\n";
 }
 
@@ -110,6 +167,11 @@ std::string summary_table_md(const experiment_spec& spec, const std::vector<summ
       << "solved = seeds with test token accuracy >= " << solved_token_acc
       << "; val_loss = final validation loss (mean ± std), on which choices are made. Diverged runs count as "
          "unsolved and are left out of the means.\n\n";
+    const bool bits_column = any_text(entries);
+    if (bits_column)
+        s << "Text runs: loss and val_loss in nats per byte, bits_per_byte = test loss / ln 2; seq_acc does not "
+             "apply (empty).\n\n"
+          << baselines_text(entries);
 
     const lr_selection lr = select_learning_rates(spec, entries);
     if (lr.swept) {
@@ -119,18 +181,19 @@ std::string summary_table_md(const experiment_spec& spec, const std::vector<summ
              "after every rate at which none did); its test metrics are those at that rate.\n\n";
         std::vector<std::string> keys = grouping_keys(spec, true);
         keys.push_back(std::string(lr_key) + " (chosen)");
-        table_header(s, keys);
+        table_header(s, keys, bits_column);
         for (const lr_choice& c : lr.variants) {
             std::vector<std::string> values = c.variant;
             const lr_candidate& chosen = c.rates[c.chosen];
             values.push_back(chosen.lr);
-            table_row(s, values, metric_cells(entries, chosen.members));
+            table_row(s, values, metric_cells(entries, chosen.members, bits_column));
         }
         s << "\n## Every learning rate\n\n";
     }
     const std::vector<std::string> keys = grouping_keys(spec, false);
-    table_header(s, keys);
-    for (const run_group& g : group_runs(entries, keys)) table_row(s, g.values, metric_cells(entries, g.members));
+    table_header(s, keys, bits_column);
+    for (const run_group& g : group_runs(entries, keys))
+        table_row(s, g.values, metric_cells(entries, g.members, bits_column));
     return s.str();
 }
 

@@ -68,7 +68,17 @@ void write_spec_as_run(const std::string& dir, const experiment_spec& spec) {
     write_file_atomic(dir + "/overrides.yaml", std::string("# --set overrides of the run of spec.yaml; "
                                                            "attnlab summarize applies them\n") +
                                                    (spec.set_overrides.empty() ? "[]" : list.c_str()) + "\n");
+    // The spec's folder, from which its relative task.path resolves, relative to
+    // this directory: it still holds when the repository is moved or cloned whole.
+    write_file_atomic(dir + "/" + spec_folder_file, spec_folder_from(dir, spec.folder) + "\n");
     write_file_atomic(dir + "/spec.yaml", spec_header(spec) + "\n" + spec.source_text);
+}
+
+std::string spec_folder_from(const std::string& dir, const std::string& folder) {
+    std::error_code ec;
+    const fs::path from = fs::absolute(dir, ec).lexically_normal();
+    const fs::path rel = fs::path(folder).lexically_relative(from);
+    return rel.empty() ? folder : rel.string();
 }
 
 namespace {
@@ -119,7 +129,13 @@ experiment_spec load_spec_as_run(const std::string& dir) {
     const std::string overrides_path = dir + "/overrides.yaml";
     const std::vector<std::string> overrides =
         fs::exists(overrides_path, ec) ? read_overrides(overrides_path) : overrides_from_header(text);
-    return parse_spec(text, spec_path, overrides);
+    std::string folder;  // none (directories written before it was): the directory itself
+    if (const std::string path = dir + "/" + spec_folder_file; fs::exists(path, ec)) {
+        folder = read_file(path);
+        while (!folder.empty() && (folder.back() == '\n' || folder.back() == '\r')) folder.pop_back();
+        if (fs::path(folder).is_relative()) folder = (fs::path(dir) / folder).string();
+    }
+    return parse_spec(text, spec_path, overrides, folder);
 }
 
 namespace {
@@ -205,7 +221,7 @@ summarize_outcome summarize_sweep_dir(const std::string& dir) {
         const std::string run_dir = dir + "/runs/" + point.id;
         const std::string config_yaml = run_config_to_yaml(point.config);
         const run_dir_check c = check_run_dir(run_dir);
-        if (c.state == run_dir_state::finished && c.config_yaml == config_yaml) {
+        if (c.state == run_dir_state::finished && same_run_config(c.config_yaml, config_yaml)) {
             entries.push_back({&point, *c.result});
             ++out.found;
         } else {

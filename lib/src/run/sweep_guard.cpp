@@ -17,7 +17,7 @@ sweep_scan scan_sweep_runs(const experiment_spec& spec, const std::string& dir, 
         const std::string run_dir = dir + "/runs/" + spec.runs[i].id;
         const std::string config_yaml = run_config_to_yaml(spec.runs[i].config);
         const run_dir_check c = check_run_dir(run_dir);
-        const bool same = c.config_yaml == config_yaml;
+        const bool same = same_run_config(c.config_yaml, config_yaml);
         if (c.state == run_dir_state::finished && same) {
             spdlog::info("{} already done ({}), skipped", tag(i), to_string(c.result->status));
             scan.done.emplace_back(i, *c.result);

@@ -6,6 +6,7 @@
 
 #include "hints.hpp"
 #include "rules.hpp"
+#include "task_file.hpp"
 
 namespace attnlab::spec_internal {
 
@@ -13,7 +14,7 @@ namespace attnlab::spec_internal {
 // `line`: line of its value.
 config_source parse_config(const YAML::Node& node, const std::string& file, const std::string& path, int key_line,
                            int line) {
-    config_source src{file, path, key_line, {}, {}};
+    config_source src{file, path, key_line, {}, {}, ""};
     if (!node.IsMap())
         fail({file, line, path}, "expected a map of " + join(names_in(""), ", ") + ", got " + describe(node));
     auto add = [&](const key_def& d, const YAML::Node& k, const YAML::Node& v) {
@@ -128,6 +129,15 @@ run_config resolve(const config_source& base, const entries& with_set, const ent
                 blame = &bi->second;
         if (!blame) fail({base.file, base.line, base.path}, why + at_point);  // defaults alone: not reachable
         fail(blame->at, why + at_point);
+    }
+    if (!base.task_file_folder.empty()) {
+        // Where a key of the task was written; a key left out is blamed on the task section.
+        const auto at = [&](const std::string& key) {
+            if (auto it = run.find(key); it != run.end()) return it->second.at;
+            auto sl = base.section_line.find("task");
+            return where{base.file, sl == base.section_line.end() ? base.line : sl->second, join_path(base.path, key)};
+        };
+        record_task_file(cfg, base.task_file_folder, at, at_point);
     }
     return cfg;
 }

@@ -32,6 +32,10 @@ struct config_source {
     int line = 0;                             // of the key naming the map (or of the map, at top level)
     std::map<std::string, int> section_line;  // section name -> line of its key
     entries values;
+    // A spec reads the files its runs train on (a text task's task.path,
+    // relative to this folder) and records them; a config.yaml already holds
+    // them (empty: not read).
+    std::string task_file_folder;
 };
 
 // `key_line`: line of the `base:` key (where a missing key is reported);

@@ -3,6 +3,7 @@
 #include "schema.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <type_traits>
 
@@ -65,6 +66,37 @@ key_def bool_key(std::string key, Ref ref) {
     return d;
 }
 
+// A string; `ref` gives a std::string field. Unset (left out of config.yaml) while empty.
+template <class Ref>
+key_def text_key(std::string key, Ref ref) {
+    key_def d;
+    d.key = std::move(key);
+    d.type = vtype::text;
+    d.set = [ref](run_config& c, const value& v) { ref(c) = v.name; };
+    d.get = [ref](const run_config& c) -> std::optional<value> {
+        if (ref(c).empty()) return std::nullopt;
+        value v = value::of(vtype::text);
+        v.name = ref(c);
+        return v;
+    };
+    return d;
+}
+
+// An integer key whose 0 means "not recorded" (task.size): left out of config.yaml then.
+key_def unset_when_zero(key_def d) {
+    d.get = [get = d.get](const run_config& c) -> std::optional<value> {
+        std::optional<value> v = get(c);
+        if (v && v->i == 0) return std::nullopt;
+        return v;
+    };
+    return d;
+}
+
+// 64 hex digits (sha256sum's output); upper case is taken and written in lower case.
+bool is_sha256_hex(const std::string& s) {
+    return s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
 // The allowed names are the enum's to_string values (for numerators,
 // denominators and tasks: their tables' rows), so a new enum value is
 // accepted here without another list to keep in step.
@@ -110,6 +142,12 @@ condition tasks_reading(const std::string& key) {
     return c;
 }
 
+key_def sha256_key(key_def d) {
+    d.text_form = "64 hexadecimal digits (the output of sha256sum)";
+    d.text_ok = is_sha256_hex;
+    return d;
+}
+
 #define FIELD(member) \
     [](auto& c) -> auto& { return c.member; }
 
@@ -131,7 +169,8 @@ const std::vector<key_def>& schema() {
             int_key("seed", FIELD(seed)).at_least(0),
 
             enum_key<task_kind>("task.kind", FIELD(task.kind)).needed(),
-            int_key("task.vocab", FIELD(task.vocab)).at_least(2).needed(),  // all but copy: >= 4, a rule
+            // All but copy: >= 4, a rule; text has no vocab key (bytes: 256).
+            int_key("task.vocab", FIELD(task.vocab)).at_least(2).needed().only_when(reads("vocab")),
             // lookup: even and >= 4 P, rules; induction: the random tokens before the last trigger.
             int_key("task.seq_len", FIELD(task.seq_len)).range(3, max_len).needed().only_when(reads("seq_len")),
             int_key("task.pairs", FIELD(task.pairs)).at_least(1).needed().only_when(reads("pairs")),
@@ -143,6 +182,11 @@ const std::vector<key_def>& schema() {
             int_key("task.test_max_len", FIELD(task.test_max_len)).range(1, max_len).only_when(reads("test_max_len")),
             int_key("task.n_tokens", FIELD(task.n_tokens)).range(1, max_len).needed().only_when(reads("n_tokens")),
             int_key("task.noise_len", FIELD(task.noise_len)).range(0, max_len).needed().only_when(reads("noise_len")),
+            // text: the file (checked by the loader, spec/task_file.cpp), holdout < 0.5 (a rule).
+            text_key("task.path", FIELD(task.path)).needed().only_when(reads("path")),
+            number_key("task.holdout", FIELD(task.holdout)).above(0).only_when(reads("holdout")),
+            sha256_key(text_key("task.sha256", FIELD(task.sha256)).only_when(reads("sha256"))),
+            unset_when_zero(int_key("task.size", FIELD(task.size)).at_least(1).only_when(reads("size"))),
             int_key("task.test_examples", FIELD(task.test_examples)).at_least(1),
             int_key("task.val_examples", FIELD(task.val_examples)).at_least(1),  // default: test_examples
             int_key("task.train_examples", FIELD(task.train_examples)).at_least(0),
@@ -225,6 +269,7 @@ std::string expected(const key_def& d) {
             return std::string("a number ") + (d.lo_open ? "> " : ">= ") + format_bound(d.lo);
         case vtype::boolean: return "true or false";
         case vtype::choice: return "one of " + join(d.choices, ", ");
+        case vtype::text: return d.text_form.empty() ? "a string" : d.text_form;
     }
     return "?";
 }
@@ -262,6 +307,13 @@ value parse_value(const key_def& d, const YAML::Node& n, const where& at) {
             if (std::find(d.choices.begin(), d.choices.end(), t) == d.choices.end())
                 bad(describe(n) + did_you_mean(t, as_candidates(d.choices)));
             v.name = t;
+            break;
+        case vtype::text:
+            v.name = t;
+            if (d.text_ok)  // hex digests are compared in lower case
+                for (char& c : v.name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            if (v.name.empty() || (d.text_ok && !d.text_ok(v.name)))
+                bad(v.name.empty() ? "an empty string" : describe(n));
             break;
     }
     return v;

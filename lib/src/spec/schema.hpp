@@ -41,6 +41,9 @@ struct key_def {
     double lo = -inf, hi = inf;  // integer/number range
     bool lo_open = false;        // lo < v rather than lo <= v
     std::vector<std::string> choices;
+    // text: what a value must look like ("" for any non-empty string), and the check
+    std::string text_form;
+    bool (*text_ok)(const std::string&) = nullptr;
     std::function<void(run_config&, const value&)> set;
     std::function<std::optional<value>(const run_config&)> get;  // nullopt: unset (clamp)
 

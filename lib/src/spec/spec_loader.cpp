@@ -17,6 +17,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -36,10 +37,17 @@ using namespace spec_internal;
 
 namespace {
 
+std::string absolute_folder(const std::string& folder) {
+    std::error_code ec;
+    const std::filesystem::path abs = std::filesystem::absolute(folder.empty() ? "." : folder, ec);
+    return ec ? folder : abs.lexically_normal().string();
+}
+
 experiment_spec parse_spec_checked(const std::string& text, const std::string& file,
-                                   const std::vector<std::string>& set_overrides) {
+                                   const std::vector<std::string>& set_overrides, const std::string& folder) {
     experiment_spec spec;
     spec.path = file;
+    spec.folder = absolute_folder(folder.empty() ? std::filesystem::path(file).parent_path().string() : folder);
     spec.source_text = text;
     spec.set_overrides = set_overrides;
 
@@ -77,7 +85,8 @@ experiment_spec parse_spec_checked(const std::string& text, const std::string& f
 
     if (!top.count("base"))
         fail({file, root_line, "base"}, "missing required key, expected a map with one complete run configuration");
-    const config_source base = parse_config(top["base"].value, file, "base", top["base"].key_line, top["base"].line);
+    config_source base = parse_config(top["base"].value, file, "base", top["base"].key_line, top["base"].line);
+    base.task_file_folder = spec.folder;
     check_required(base);
 
     std::vector<grid> grids;
@@ -119,9 +128,9 @@ experiment_spec parse_spec_checked(const std::string& text, const std::string& f
 }  // namespace
 
 experiment_spec parse_spec(const std::string& yaml_text, const std::string& file_label,
-                           const std::vector<std::string>& set_overrides) {
+                           const std::vector<std::string>& set_overrides, const std::string& folder) {
     try {
-        return parse_spec_checked(yaml_text, file_label, set_overrides);
+        return parse_spec_checked(yaml_text, file_label, set_overrides, folder);
     } catch (const YAML::Exception& e) {  // defensive: yaml-cpp errors outside load_yaml
         fail({file_label, e.mark.line >= 0 ? e.mark.line + 1 : 0, ""}, "YAML error: " + e.msg);
     }
@@ -139,12 +148,12 @@ std::string run_config_to_yaml(const run_config& cfg) {
         if (!v) continue;
         const std::string s = section_of(d.key);
         if (s.empty()) {
-            out += d.key + ": " + v->text() + "\n";
+            out += d.key + ": " + v->yaml_text() + "\n";
             continue;
         }
         if (s != section) out += s + ":\n";
         section = s;
-        out += "  " + d.key.substr(s.size() + 1) + ": " + v->text() + "\n";
+        out += "  " + d.key.substr(s.size() + 1) + ": " + v->yaml_text() + "\n";
     }
     return out;
 }

@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <system_error>
 
 namespace attnlab::spec_internal {
@@ -25,9 +26,29 @@ std::string value::text() const {
         case vtype::integer: return std::to_string(i);
         case vtype::number: return format_number(f);
         case vtype::boolean: return b ? "true" : "false";
-        case vtype::choice: return name;
+        case vtype::choice:
+        case vtype::text: return name;
     }
     return "?";
+}
+
+std::string value::yaml_text() const { return type == vtype::text ? yaml_quoted(name) : text(); }
+
+std::string yaml_quoted(const std::string& s) {
+    std::string out = "\"";
+    for (const char c : s) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+            out += buf;
+        } else {
+            out += c;
+        }
+    }
+    return out + '"';
 }
 
 bool parse_int(const std::string& t, long long& out) {

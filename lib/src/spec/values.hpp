@@ -6,27 +6,34 @@
 
 namespace attnlab::spec_internal {
 
-enum class vtype { integer, number, boolean, choice };
+enum class vtype { integer, number, boolean, choice, text };
 
 struct value {
     vtype type = vtype::integer;
     long long i = 0;
     double f = 0;
     bool b = false;
-    std::string name;  // choice
+    std::string name;  // choice, text
 
     static value of(vtype t) {
         value v;
         v.type = t;
         return v;
     }
-    bool is_set() const { return !(type == vtype::boolean && !b); }  // false counts as not set
-    std::string text() const;
+    // false and the empty string count as not set
+    bool is_set() const { return !(type == vtype::boolean && !b) && !(type == vtype::text && name.empty()); }
+    std::string text() const;       // as a cell or a run id shows it: strings as they are
+    std::string yaml_text() const;  // as config.yaml writes it: strings double-quoted
 };
 
 // Shortest text that reads back to the same double, always with a '.' in
 // the mantissa so YAML 1.1 readers (PyYAML) also see a float.
 std::string format_number(double x);
+
+// `s` as a YAML double-quoted scalar (quotes, backslashes and control
+// characters escaped), so that any path reads back as it was, and never as a
+// number or a bool to a YAML 1.1 reader.
+std::string yaml_quoted(const std::string& s);
 
 bool parse_int(const std::string& t, long long& out);
 // Decimal floats only (no hex, inf or nan, which from_chars would take).

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "attnlab/tasks/generators.hpp"
+#include "attnlab/tasks/text.hpp"
 
 namespace attnlab {
 
@@ -63,6 +64,7 @@ std::unique_ptr<task> make_task(const task_config& cfg, std::uint64_t seed) {
         case task_kind::lookup: return make_lookup_task(cfg, seed);
         case task_kind::selective_copy: return make_selective_copy_task(cfg, seed);
         case task_kind::induction: return make_induction_task(cfg, seed);
+        case task_kind::text: return make_text_task(cfg, seed);
     }
     throw std::logic_error("make_task: unknown task kind");
 }

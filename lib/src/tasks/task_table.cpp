@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdio>
 #include <stdexcept>
 
 #include "attnlab/config/run_config.hpp"
@@ -80,13 +81,27 @@ std::string lookup_vocab_above_len_rule(const task_config& t) {
 int selective_copy_len(const task_config& t) { return t.noise_len + 2 * t.n_tokens; }  // L + M slots, M markers
 int induction_len(const task_config& t) { return t.seq_len + 1; }  // the trigger's answer is a target, not an input
 
+// ---------------------------------------------------------------- text
+
+int text_vocab(const task_config&) { return 256; }  // bytes
+int text_len(const task_config& t) { return t.seq_len; }
+
+// Below 0.5 the train part (n - 2 floor(f n) bytes) is never empty; whether
+// windows fit is the file's business (the loader reads it, tasks/text.cpp).
+std::string text_holdout_rule(const task_config& t) {
+    if (t.holdout > 0 && t.holdout < 0.5) return "";
+    char got[32];
+    std::snprintf(got, sizeof got, "%.17g", t.holdout);
+    return std::string("text needs 0 < task.holdout < 0.5, got ") + got;
+}
+
 void no_defaults(task_config&) {}
 
 const std::vector<task_traits>& rows() {
     static const std::vector<task_traits> table = {
         {task_kind::copy,
          "copy",
-         {"min_len", "max_len", "test_min_len", "test_max_len"},
+         {"vocab", "min_len", "max_len", "test_min_len", "test_max_len"},
          copy_vocab,
          copy_train_len,
          copy_test_len,
@@ -96,7 +111,7 @@ const std::vector<task_traits>& rows() {
          "x_1..x_n SEP, then the n tokens again"},
         {task_kind::lookup,
          "lookup",
-         {"seq_len", "pairs", "power_a", "random_filler"},
+         {"vocab", "seq_len", "pairs", "power_a", "random_filler"},
          vocab_as_is,
          lookup_len,
          lookup_len,
@@ -108,7 +123,7 @@ const std::vector<task_traits>& rows() {
          "P key-value pairs, then queries of the keys (MQAR)"},
         {task_kind::selective_copy,
          "selective_copy",
-         {"n_tokens", "noise_len"},
+         {"vocab", "n_tokens", "noise_len"},
          vocab_as_is,
          selective_copy_len,
          selective_copy_len,
@@ -117,13 +132,23 @@ const std::vector<task_traits>& rows() {
          "M tokens among L blanks, then M markers that recall them in order"},
         {task_kind::induction,
          "induction",
-         {"seq_len"},
+         {"vocab", "seq_len"},
          vocab_as_is,
          induction_len,
          induction_len,
          no_defaults,
          {{{"task.vocab", "task.kind"}, induction_vocab_rule}},
          "random tokens with one trigger, then the trigger: recall the token after the first"},
+        {task_kind::text,
+         "text",
+         {"seq_len", "path", "holdout", "sha256", "size"},
+         text_vocab,
+         text_len,
+         text_len,
+         no_defaults,
+         {{{"task.holdout", "task.kind"}, text_holdout_rule}},
+         "T + 1 bytes of a file: predict every next byte",
+         false},
     };
     return table;
 }
@@ -134,7 +159,7 @@ bool rows_in_enum_order() {
         if (static_cast<int>(rows()[static_cast<std::size_t>(i)].kind) != i) return false;
     return true;
 }
-static_assert(static_cast<int>(task_kind::induction) + 1 == task_count, "task_count is stale");
+static_assert(static_cast<int>(task_kind::text) + 1 == task_count, "task_count is stale");
 
 }  // namespace
 

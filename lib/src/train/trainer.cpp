@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <omp.h>
 #include <stdexcept>
 
@@ -85,6 +86,12 @@ eval_metrics evaluate(transformer<float>& model, const batch& data, int chunk_B)
 run_result train_run(const run_config& cfg, const train_callbacks& cb, const train_state* resume) {
     const auto t0 = clock_type::now();
     auto data = make_task(cfg.task, static_cast<std::uint64_t>(cfg.seed));
+    // Where every position is an answer (text), "every answer right" is not a metric.
+    const bool seq_acc_applies = traits_of(cfg.task.kind).sequence_accuracy;
+    auto applicable = [seq_acc_applies](eval_metrics m) {
+        if (!seq_acc_applies) m.seq_acc = std::numeric_limits<double>::quiet_NaN();
+        return m;
+    };
     transformer<float> model = make_model<float>(cfg);
     model.init_params(static_cast<std::uint64_t>(cfg.seed));
     adamw<float> opt(model.layout(), cfg.train.weight_decay);
@@ -132,6 +139,7 @@ run_result train_run(const run_config& cfg, const train_callbacks& cb, const tra
     auto emit = [&](const metrics_row& r) {
         if (cb.on_row) cb.on_row(r);
     };
+    res.baselines = data->baselines();
 
     // The val and test rows at `step` (lr: the rate of that step, none at
     // step 0); the result tracks the final and the best evaluation.
@@ -139,13 +147,13 @@ run_result train_run(const run_config& cfg, const train_callbacks& cb, const tra
         metrics_row v;
         v.step = step;
         v.split = "val";
-        v.m = evaluate(model, val, tc.batch);
+        v.m = applicable(evaluate(model, val, tc.batch));
         v.lr = lr;
         v.elapsed_s = elapsed();
         emit(v);
         metrics_row t = v;
         t.split = "test";
-        t.m = evaluate(model, test, tc.batch);
+        t.m = applicable(evaluate(model, test, tc.batch));
         t.elapsed_s = elapsed();
         emit(t);
         record_evaluation(res, step, v.m, t.m);
@@ -202,7 +210,7 @@ run_result train_run(const run_config& cfg, const train_callbacks& cb, const tra
             metrics_row r;
             r.step = step;
             r.split = "train";
-            r.m = window.result();
+            r.m = applicable(window.result());
             r.lr = lr;
             r.grad_norm = grad_norm_sum / window_steps;
             r.tokens_per_s = static_cast<double>(window_steps) * b.B * b.T / (window_s0 + seconds_since(window_t0));

@@ -20,10 +20,11 @@ struct task_config {
     // copy: content tokens (ids 1..vocab); lookup: model vocabulary V;
     // selective_copy: model vocabulary A (blank 0, content 1..A-2, marker A-1);
     // induction: model vocabulary with its 2 specials (unused 0, content
-    // 1..vocab-2, trigger vocab-1)
+    // 1..vocab-2, trigger vocab-1); text: not a key (bytes, 256)
     int vocab = 64;
     // lookup (MQAR, zoology recipe): T, even, V > T; induction: random tokens
-    // before the final trigger (input length seq_len + 1)
+    // before the final trigger (input length seq_len + 1); text: T, the
+    // window's inputs (each window holds T + 1 bytes)
     int seq_len = 32;
     // lookup
     int pairs = 4;               // P, 4P <= T
@@ -37,6 +38,11 @@ struct task_config {
     // selective_copy (input length noise_len + 2 n_tokens)
     int n_tokens = 16;   // M tokens to copy
     int noise_len = 64;  // L blanks among the M tokens
+    // text (byte-level language modelling on a file, vocabulary 256)
+    std::string path;       // absolute once loaded (a spec's relative path: from the spec's folder)
+    double holdout = 0.05;  // f: the validation and test parts are floor(f n) bytes each
+    std::string sha256;     // of the file: recorded by the loader; given in a spec, checked
+    int size = 0;           // bytes of the file: recorded by the loader; given, checked
     // every task
     int test_examples = 256;
     int val_examples = 0;    // resolved: defaults to test_examples (resolved_val_examples)

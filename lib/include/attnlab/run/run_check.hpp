@@ -34,11 +34,16 @@ struct run_dir_check {
 run_dir_check check_run_dir(const std::string& run_dir);
 
 // A key whose value differs between two config.yaml texts, as dotted keys
-// ("train.steps") and YAML values ("3000" -> "300"); "(none)" when a side has no such key.
+// ("train.steps") and YAML values ("3000" -> "300"); "(none)" when a side has
+// no such key. A text task's task.path is not compared when both sides record
+// task.size and task.sha256: the same bytes at another path (a repository
+// cloned elsewhere) are the same run.
 struct config_difference {
     std::string key, old_value, new_value;
 };
 std::vector<config_difference> config_differences(const std::string& old_yaml, const std::string& new_yaml);
+// Whether two config.yaml texts describe the same run: the same text, or no difference above.
+bool same_run_config(const std::string& old_yaml, const std::string& new_yaml);
 // "train.steps 3000 -> 300, train.lr 0.001 -> 0.003"
 std::string differences_text(const std::vector<config_difference>& diffs);
 

@@ -41,7 +41,8 @@ std::map<std::string, std::string> config_map(const run_config& cfg);
 // One row per run: run_id, status, every configuration key (config_keys(),
 // empty where a key does not apply to the run), the final val and test
 // metrics, the best step (lowest val loss) and the val and test metrics
-// there, steps, wall_s, params, state size per layer and head, the steps
+// there (bits_per_byte beside each loss for text), the baselines of text
+// runs (unigram and bigram test loss, nats and bits), steps, wall_s, params, state size per layer and head, the steps
 // with a non-positive softmax sum, lr_selected (when train.lr is swept), reason.
 std::string summary_csv(const experiment_spec& spec, const std::vector<summary_entry>& entries);
 
@@ -63,5 +64,8 @@ void write_summary_files(const std::string& dir, const std::string& runs_dir, co
                          const std::vector<summary_entry>& entries);
 
 inline constexpr double solved_token_acc = 0.99;
+
+// A loss in nats as bits (per byte, for text): loss / ln 2.
+inline double bits(double nats) { return nats / 0.69314718055994530942; }
 
 }  // namespace attnlab

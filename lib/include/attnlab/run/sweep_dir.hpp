@@ -29,6 +29,11 @@ std::string spec_header(const experiment_spec& spec);
 // Writes <dir>/overrides.yaml, then <dir>/spec.yaml: the spec as run.
 void write_spec_as_run(const std::string& dir, const experiment_spec& spec);
 
+// spec_folder.txt: the spec's folder (where a relative task.path resolves)
+// as seen from the sweep directory `dir`, which load_spec_as_run reads back.
+inline const std::string spec_folder_file = "spec_folder.txt";
+std::string spec_folder_from(const std::string& dir, const std::string& folder);
+
 // The spec of a results directory, with the same runs and configurations as
 // when it was run: <dir>/spec.yaml with the overrides of <dir>/overrides.yaml
 // (for directories written before that file existed: the "--set KEY=VALUE"

@@ -26,6 +26,7 @@ struct run_point {
 struct experiment_spec {
     std::string name;                        // filesystem-safe: [A-Za-z0-9._-]+
     std::string path;                        // file it came from (the label for parse_spec)
+    std::string folder;                      // absolute: where a relative task.path (text) resolves
     std::string source_text;                 // file text as read
     std::vector<std::string> set_overrides;  // the --set strings applied
     run_config base;                         // resolved base (after --set)
@@ -37,9 +38,10 @@ struct experiment_spec {
 // Reads and checks a spec file; `set_overrides` are "dotted.key=value" strings.
 experiment_spec load_spec(const std::string& path, const std::vector<std::string>& set_overrides = {});
 
-// Same, from text; `file_label` names the source in error messages.
+// Same, from text; `file_label` names the source in error messages. A
+// relative task.path resolves against `folder`, by default the label's folder.
 experiment_spec parse_spec(const std::string& yaml_text, const std::string& file_label,
-                           const std::vector<std::string>& set_overrides = {});
+                           const std::vector<std::string>& set_overrides = {}, const std::string& folder = "");
 
 // The complete resolved configuration as YAML (every meaningful key, defaults
 // included, floats round-trip exactly); what runs/<run_id>/config.yaml holds.

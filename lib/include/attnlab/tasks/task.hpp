@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "attnlab/config/run_config.hpp"
@@ -38,6 +39,14 @@ struct batch {
     }
 };
 
+// Reference test losses in nats per token, for scale (text: byte models
+// fitted on the train part with add-one smoothing, scored on the bytes the
+// test set predicts; tasks/text.hpp).
+struct baseline_losses {
+    double unigram = 0;
+    double bigram = 0;
+};
+
 class task {
 public:
     virtual ~task() = default;
@@ -51,6 +60,8 @@ public:
     // The fixed validation set (val_examples examples, T = train_seq_len()),
     // drawn like training examples (copy: training lengths), generated once.
     virtual const batch& val_set() const = 0;
+    // Reference losses on the test set, for tasks that have them (text).
+    virtual std::optional<baseline_losses> baselines() const { return std::nullopt; }
 };
 
 // Training stream seeded from derive_seed(seed, stream_train), test set from

@@ -15,9 +15,9 @@
 
 namespace attnlab {
 
-enum class task_kind { copy, lookup, selective_copy, induction };
+enum class task_kind { copy, lookup, selective_copy, induction, text };
 
-inline constexpr int task_count = 4;
+inline constexpr int task_count = 5;
 
 struct task_config;
 
@@ -32,13 +32,16 @@ struct task_rule {
 struct task_traits {
     task_kind kind;
     const char* name;               // the YAML value of task.kind
-    std::vector<std::string> keys;  // the task.* keys it reads besides vocab, test_/val_/train_examples
+    std::vector<std::string> keys;  // the task.* keys it reads besides test_/val_/train_examples
     int (*model_vocab_size)(const task_config& t);
     int (*train_seq_len)(const task_config& t);  // input length T of training batches
     int (*test_seq_len)(const task_config& t);   // input length T of the test set
     void (*fill_defaults)(task_config& t);       // defaults that depend on other keys (copy's lengths)
     std::vector<task_rule> rules;                // in the order they are checked
     const char* summary;                         // one line: what an example is
+    // Whether seq_acc (every answer of an example right) means anything; when
+    // not (text: every position is an answer), it is NaN and written as an empty cell.
+    bool sequence_accuracy = true;
 };
 
 const task_traits& traits_of(task_kind k);
@@ -50,9 +53,9 @@ const std::vector<task_traits>& task_rows();
 const char* to_string(task_kind k);
 
 // Derived sizes every module agrees on (they read the task's row).
-int model_vocab_size(const task_config& t);  // copy: vocab + 2 (pad 0, SEP vocab+1); others: vocab
+int model_vocab_size(const task_config& t);  // copy: vocab + 2 (pad 0, SEP vocab+1); text: 256; others: vocab
 // Input length T of training batches: copy 2 max_len, lookup seq_len,
-// selective_copy noise_len + 2 n_tokens, induction seq_len + 1.
+// selective_copy noise_len + 2 n_tokens, induction seq_len + 1, text seq_len.
 int train_seq_len(const task_config& t);
 int test_seq_len(const task_config& t);  // input length T of the test set (copy: 2 test_max_len)
 int max_seq_len(const task_config& t);   // longest input (sizes the learned position table)

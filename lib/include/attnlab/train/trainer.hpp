@@ -20,7 +20,7 @@ namespace attnlab {
 struct eval_metrics {
     double loss = 0;       // mean cross-entropy over all answer positions
     double token_acc = 0;  // per example: answers right / answers; then mean over examples
-    double seq_acc = 0;    // fraction of examples with every answer right
+    double seq_acc = 0;    // fraction of examples with every answer right; NaN where it does not apply (text)
 };
 
 // One row of metrics.csv. A value that does not apply to the row is empty
@@ -53,6 +53,9 @@ struct run_result {
     // linear, cosine, odd Taylor orders), and the first such step (0: none).
     long nonpositive_denominator_steps = 0;
     int first_nonpositive_step = 0;
+    // The task's reference test losses (text: unigram and bigram byte
+    // models), for scale; set by train_run, not part of a resume state.
+    std::optional<baseline_losses> baselines;
 };
 
 // Records the evaluation at `step` (evaluations come in step order, the first

@@ -1,0 +1,92 @@
+// A text run's file, read and checked when the spec is loaded (see task_file.hpp).
+#include "task_file.hpp"
+
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "attnlab/io/sha256.hpp"
+#include "attnlab/tasks/text.hpp"
+#include "attnlab/util/error.hpp"
+#include "values.hpp"
+
+namespace attnlab::spec_internal {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct file_facts {
+    std::size_t size = 0;
+    std::string sha256;
+};
+
+// Every run of a sweep names the same file: it is read and hashed once per
+// path, size and modification time.
+file_facts facts_of(const std::string& path) {
+    static std::mutex mu;
+    static std::map<std::tuple<std::string, std::uintmax_t, fs::file_time_type>, file_facts> known;
+    std::error_code ec;
+    const auto key = std::make_tuple(path, fs::file_size(path, ec), fs::last_write_time(path, ec));
+    {
+        std::lock_guard<std::mutex> g(mu);
+        if (!ec)
+            if (auto it = known.find(key); it != known.end()) return it->second;
+    }
+    const std::string bytes = read_text_file(path);  // io_error naming the file
+    file_facts f{bytes.size(), sha256_hex(bytes)};
+    std::lock_guard<std::mutex> g(mu);
+    if (!ec) known[key] = f;
+    return f;
+}
+
+std::string absolute_path(const std::string& path, const std::string& folder) {
+    fs::path p(path);
+    if (p.is_relative()) p = fs::path(folder) / p;
+    std::error_code ec;
+    const fs::path abs = fs::absolute(p, ec);
+    return (ec ? p : abs).lexically_normal().string();
+}
+
+}  // namespace
+
+void record_task_file(run_config& cfg, const std::string& folder,
+                      const std::function<where(const std::string& key)>& at, const std::string& at_point) {
+    task_config& t = cfg.task;
+    if (t.kind != task_kind::text) return;
+    const std::string path = absolute_path(t.path, folder);
+    file_facts f;
+    try {
+        f = facts_of(path);
+    } catch (const io_error& e) {
+        fail(at("task.path"), std::string("cannot read the text file: ") + e.what() + at_point);
+    }
+    if (f.size == 0) fail(at("task.path"), path + " is empty" + at_point);
+    if (f.size > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+        fail(at("task.path"), path + " has " + std::to_string(f.size) + " bytes, more than the " +
+                                  std::to_string(std::numeric_limits<int>::max()) + " a text task takes" + at_point);
+    if (!t.sha256.empty() && t.sha256 != f.sha256)
+        fail(at("task.sha256"),
+             path + " has sha256 " + f.sha256 + ", not the " + t.sha256 + " the spec asks for" + at_point);
+    if (t.size != 0 && static_cast<std::size_t>(t.size) != f.size)
+        fail(at("task.size"), path + " has " + std::to_string(f.size) + " bytes, not the " + std::to_string(t.size) +
+                                  " the spec says" + at_point);
+    const text_split split = split_text(f.size, t.holdout);
+    const std::string window = "windows of task.seq_len + 1 = " + std::to_string(t.seq_len + 1) + " bytes";
+    if (train_window_starts(split, t.seq_len) == 0)
+        fail(at("task.seq_len"), "no training window fits: " + window + ", but the train part of " + path + " (" +
+                                     std::to_string(f.size) + " bytes) has " + std::to_string(split.train_bytes()) +
+                                     at_point);
+    if (eval_windows_that_fit(split.e, t.seq_len) == 0)
+        fail(at("task.seq_len"), "no evaluation window fits: " + window + ", but the validation and test parts of " +
+                                     path + " (" + std::to_string(f.size) + " bytes, task.holdout " +
+                                     format_number(t.holdout) + ") have " + std::to_string(split.e) + " each" +
+                                     at_point);
+    t.path = path;
+    t.size = static_cast<int>(f.size);
+    t.sha256 = f.sha256;
+}
+
+}  // namespace attnlab::spec_internal

@@ -1,0 +1,21 @@
+// The file a text run reads (docs/tasks.md "text"), checked when a spec is
+// loaded, before anything runs: task.path resolved from the spec's folder,
+// the file read, its size and sha256 recorded in the run's config (so they
+// reach config.yaml) and checked against task.size and task.sha256 when the
+// spec gives them, and the windows of task.seq_len + 1 bytes made sure to
+// fit. Internal to lib/src/spec/.
+#pragma once
+#include <functional>
+#include <string>
+
+#include "attnlab/config/run_config.hpp"
+#include "diagnostics.hpp"
+
+namespace attnlab::spec_internal {
+
+// Nothing for other tasks. `folder` (absolute) resolves a relative path; `at` gives where a task key was written, for
+// the error; `at_point` is appended to messages (the sweep point).
+void record_task_file(run_config& cfg, const std::string& folder,
+                      const std::function<where(const std::string& key)>& at, const std::string& at_point);
+
+}  // namespace attnlab::spec_internal
