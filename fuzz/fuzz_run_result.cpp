@@ -48,7 +48,7 @@ bool same(const attnlab::run_result& a, const attnlab::run_result& b) {
            same(a.final_val, b.final_val) && same(a.best_val, b.best_val) && same(a.best_test, b.best_test) &&
            a.best_step == b.best_step && same(a.wall_s, b.wall_s) && a.params == b.params &&
            a.nonpositive_denominator_steps == b.nonpositive_denominator_steps &&
-           a.first_nonpositive_step == b.first_nonpositive_step;
+           a.first_nonpositive_step == b.first_nonpositive_step && a.attention_form == b.attention_form;
 }
 
 }  // namespace

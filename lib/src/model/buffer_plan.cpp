@@ -45,7 +45,7 @@ dims dims_of(const buffer_plan_input& in, sz P) {
     d.weight_sum = traits_of(in.attention.denominator).uses_weight_sum;
     const int HS = static_cast<int>(d.HS);
     d.cache = attention_cache_size_of(in.attention, in.B, in.T, m.heads, HS);
-    d.scratch = attention_scratch_size_of(in.T, HS);
+    d.scratch = attention_scratch_size_of(in.attention, in.T, HS);
     d.rope_table = d.rope ? rope_table_elements(in.max_T, HS) : 0;
     d.P = P;
     // transformer::plan_shards: at most one shard per thread and per sequence.

@@ -45,6 +45,13 @@ std::string yaml_number(double v) {
     return format_number(v);
 }
 
+// A form's name as a plain scalar (quadratic, chunked), any other text quoted.
+std::string form_name(const std::string& s) {
+    for (const parallel_form f : {parallel_form::automatic, parallel_form::quadratic, parallel_form::chunked})
+        if (s == to_string(f)) return s;
+    return yaml_quoted(s);
+}
+
 }  // namespace
 
 std::string run_result_to_yaml(const run_result& r) {
@@ -65,6 +72,7 @@ std::string run_result_to_yaml(const run_result& r) {
     s << "params: " << r.params << "\n";
     s << "nonpositive_denominator_steps: " << r.nonpositive_denominator_steps << "\n";
     s << "first_nonpositive_step: " << r.first_nonpositive_step << "\n";
+    if (!r.attention_form.empty()) s << "attention_form: " << form_name(r.attention_form) << "\n";
     return s.str();
 }
 
@@ -117,6 +125,7 @@ std::optional<run_result> read_run_result(const std::string& path) {
         r.params = n["params"].as<std::size_t>();
         r.nonpositive_denominator_steps = n["nonpositive_denominator_steps"].as<long>();
         r.first_nonpositive_step = n["first_nonpositive_step"].as<int>();
+        if (n["attention_form"]) r.attention_form = n["attention_form"].as<std::string>();  // absent before chunked
         return r;
     } catch (const YAML::Exception& e) {
         throw io_error(path + ": malformed run result (" + e.what() + ")");
