@@ -18,6 +18,7 @@
 #include "attnlab/model/buffer_plan.hpp"
 #include "attnlab/run/result_file.hpp"
 #include "attnlab/spec/spec.hpp"
+#include "attnlab/train/memory_estimate.hpp"
 #include "attnlab/train/trainer.hpp"
 #include "attnlab/util/error.hpp"
 #include "support/attention_check.hpp"
@@ -256,7 +257,8 @@ TEST_CASE("a model trained a few steps in the chunked and the quadratic form: th
             CHECK(res.attention_form == to_string(form));
             return out;
         };
-        const std::vector<double> quadratic = losses(parallel_form::quadratic), chunked = losses(parallel_form::chunked);
+        const std::vector<double> quadratic = losses(parallel_form::quadratic),
+                                  chunked = losses(parallel_form::chunked);
         REQUIRE(quadratic.size() == chunked.size());
         REQUIRE(quadratic.size() >= 8);
         for (std::size_t i = 0; i < quadratic.size(); ++i) CHECK(std::abs(chunked[i] - quadratic[i]) <= 1e-5);
@@ -289,15 +291,15 @@ TEST_CASE("cost model: auto picks quadratic for short sequences and chunked for 
 
 namespace {
 const std::string chunked_spec =
-    "name: t\n"                  // 1
-    "base:\n"                    // 2
+    "name: t\n"  // 1
+    "base:\n"    // 2
     "  task: {kind: lookup, vocab: 64, seq_len: 32, pairs: 4}\n"
     "  model: {layers: 1, d_model: 16, heads: 2}\n"
-    "  attention:\n"             // 5
-    "    numerator: taylor\n"    // 6
-    "    order: 2\n"             // 7
-    "    denominator: norm\n"    // 8
-    "    form: chunked\n"        // 9
+    "  attention:\n"           // 5
+    "    numerator: taylor\n"  // 6
+    "    order: 2\n"           // 7
+    "    denominator: norm\n"  // 8
+    "    form: chunked\n"      // 9
     "  train: {steps: 10, lr: 0.01, warmup: 1}\n";
 
 std::string error_of(const std::string& yaml) {
@@ -331,8 +333,8 @@ TEST_CASE("spec: attention.form chunked is refused without a finite state or abo
                StartsWith("spec.yaml:10: base.attention.chunk:"));
     // auto and quadratic are taken for every variant.
     CHECK_NOTHROW(parse_spec(replaced(chunked_spec, "form: chunked", "form: auto"), "spec.yaml", {}));
-    CHECK_NOTHROW(parse_spec(replaced(replaced(chunked_spec, "order: 2", "order: 9"), "form: chunked", "form: quadratic"),
-                             "spec.yaml", {}));
+    CHECK_NOTHROW(parse_spec(
+        replaced(replaced(chunked_spec, "order: 2", "order: 9"), "form: chunked", "form: quadratic"), "spec.yaml", {}));
 }
 
 TEST_CASE("config.yaml: attention.form and chunk only when not the defaults", "[spec][chunked]") {
@@ -340,11 +342,10 @@ TEST_CASE("config.yaml: attention.form and chunk only when not the defaults", "[
     const std::string plain = run_config_to_yaml(parse_spec(defaults, "spec.yaml", {}).runs.at(0).config);
     CHECK(plain.find("form") == std::string::npos);
     CHECK(plain.find("chunk") == std::string::npos);
-    const std::string set =
-        run_config_to_yaml(parse_spec(replaced(chunked_spec, "form: chunked\n", "form: chunked\n    chunk: 32\n"),
-                                      "spec.yaml", {})
-                               .runs.at(0)
-                               .config);
+    const std::string set = run_config_to_yaml(
+        parse_spec(replaced(chunked_spec, "form: chunked\n", "form: chunked\n    chunk: 32\n"), "spec.yaml", {})
+            .runs.at(0)
+            .config);
     CHECK_THAT(set, Contains("  form: chunked\n  chunk: 32\n"));
     const run_config back = run_config_from_yaml(set, "config.yaml");
     CHECK(back.attention.form == parallel_form::chunked);
@@ -358,4 +359,27 @@ TEST_CASE("result.yaml: attention_form written, read, and absent in older files"
     CHECK_THAT(text, Contains("attention_form: chunked\n"));
     r.attention_form.clear();
     CHECK(run_result_to_yaml(r).find("attention_form") == std::string::npos);
+}
+
+TEST_CASE("memory estimate: the chunked form's per-thread scratch, counted by hand", "[memory_estimate][chunked]") {
+    run_config c;
+    c.task.kind = task_kind::lookup;
+    c.task.vocab = 16;
+    c.task.seq_len = 8;
+    c.task.pairs = 2;
+    c.task.test_examples = 16;
+    c.model.layers = 1;
+    c.model.d_model = 16;
+    c.model.heads = 2;  // HS 8
+    c.train.batch = 4;
+    c.attention =
+        in_form(variant_config(numerator_kind::taylor, denominator_kind::softmax, 2), parallel_form::quadratic, 4);
+    const memory_estimate quadratic = estimate_training_memory(c, 1);
+    c.attention.form = parallel_form::chunked;
+    const memory_estimate chunked = estimate_training_memory(c, 1);
+    // F = 1 + 8 + 36 Taylor features; Pq Pk dP 3 x (4, F), state and its gradient 2 x (F, 8), sums 2 x F;
+    // the (64, T) score block is larger than a (4, 4) chunk's.
+    const std::size_t F = 45;
+    CHECK(chunked.per_thread - quadratic.per_thread == (3 * 4 * F + 2 * F * 8 + 2 * F) * 4);
+    CHECK(chunked.attention == quadratic.attention);  // no state kept for the backward
 }

@@ -54,5 +54,4 @@ inline void check_attention_layer(const attention_config& cfg, layer_dims dims =
     c.run();
 }
 
-
 }  // namespace attnlab::test

@@ -28,7 +28,8 @@ namespace attnlab {
 std::string chunked_form_refusal(const attention_config& cfg) {
     const numerator_traits& row = traits_of(cfg.numerator);
     const std::string name = row.name;
-    if (!row.finite_state) return "chunked form needs a finite state, and " + name + " has none (use quadratic or auto)";
+    if (!row.finite_state)
+        return "chunked form needs a finite state, and " + name + " has none (use quadratic or auto)";
     if (!has_finite_state(cfg))
         return "chunked form needs a finite state, and a clamped " + name + " has none (a clamp needs every score)";
     if (row.family == numerator_family::score_kernel && row.terms(cfg.order).last > max_chunked_order)
@@ -48,7 +49,8 @@ form_costs form_costs_of(const attention_config& cfg, int T, int HS) {
     const double per_product = 7.0 * HS;  // 2 products forward, 5 backward, HS multiply-adds each
     constexpr int block_rows = attention_scratch<float>::block_rows;
     double pairs = 0;  // (row, key) pairs the quadratic form's row blocks compute
-    for (int t0 = 0; t0 < T; t0 += block_rows) pairs += double(std::min(T, t0 + block_rows) - t0) * std::min(T, t0 + block_rows);
+    for (int t0 = 0; t0 < T; t0 += block_rows)
+        pairs += double(std::min(T, t0 + block_rows) - t0) * std::min(T, t0 + block_rows);
     c.quadratic = per_product * pairs;
     if (!has_chunked_form(cfg) || cfg.chunk < 1) {
         c.chunked = std::numeric_limits<double>::infinity();
@@ -110,22 +112,22 @@ void attention_layer<T>::numerator_chunked(T* u, T* z, attention_scratch<T>& scr
     using vector_map = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>;
     const int HS = HS_, Cn = std::min(cfg_.chunk, Tn);
     const Eigen::Index F = static_cast<Eigen::Index>(F_);
-    matrix_map<T> U(u, Tn, HS);                          // (T, HS)
+    matrix_map<T> U(u, Tn, HS);                         // (T, HS)
     const_matrix_map<T> Vg(scratch.Vg.data(), Tn, HS);  // (T, HS)
-    matrix_map<T> S(scratch.St.data(), F, HS);           // (F, HS)
-    vector_map zs(scratch.zs.data(), F);                 // (F)
+    matrix_map<T> S(scratch.St.data(), F, HS);          // (F, HS)
+    vector_map zs(scratch.zs.data(), F);                // (F)
     S.setZero();
     zs.setZero();
     for (int c0 = 0; c0 < Tn; c0 += Cn) {
         const int c1 = std::min(Tn, c0 + Cn), rows = c1 - c0;
         block_numerator(u, z, scratch, q, k, fq, fk, Tn, c0, c1, c0);
-        if (c0 > 0) {  // the chunks before: through the state
+        if (c0 > 0) {                                      // the chunks before: through the state
             matrix_map<T> Pq(scratch.Pq.data(), rows, F);  // (rows, F)
             state_features(Pq.data(), q, fq, c0, c1);
             U.middleRows(c0, rows).noalias() += Pq * S;
             if (needs_weight_sum_) vector_map(z + c0, rows).noalias() += Pq * zs;
         }
-        if (c1 < Tn) {  // this chunk's keys, for the chunks after
+        if (c1 < Tn) {                                     // this chunk's keys, for the chunks after
             matrix_map<T> Pk(scratch.Pk.data(), rows, F);  // (rows, F)
             state_features(Pk.data(), k, fk, c0, c1);
             S.noalias() += Pk.transpose() * Vg.middleRows(c0, rows);
@@ -135,17 +137,17 @@ void attention_layer<T>::numerator_chunked(T* u, T* z, attention_scratch<T>& scr
 }
 
 template <class T>
-void attention_layer<T>::numerator_backward_chunked(T* dq, T* dk, attention_scratch<T>& scratch, const T* q,
-                                                    const T* k, const T* fq, const T* fk, int Tn) const {
+void attention_layer<T>::numerator_backward_chunked(T* dq, T* dk, attention_scratch<T>& scratch, const T* q, const T* k,
+                                                    const T* fq, const T* fk, int Tn) const {
     using vector_map = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>;
     const int HS = HS_, Cn = std::min(cfg_.chunk, Tn);
     const Eigen::Index F = static_cast<Eigen::Index>(F_);
     const bool need_z = needs_weight_sum_;
     const_matrix_map<T> dU(scratch.dU.data(), Tn, HS), Vg(scratch.Vg.data(), Tn, HS);  // (T, HS)
-    matrix_map<T> dVg(scratch.dVg.data(), Tn, HS);                                      // (T, HS)
-    vector_map dz(scratch.dz.data(), Tn);                                               // (T)
-    matrix_map<T> S(scratch.St.data(), F, HS), dS(scratch.dSt.data(), F, HS);           // (F, HS)
-    vector_map zs(scratch.zs.data(), F), dzs(scratch.dzs.data(), F);                    // (F)
+    matrix_map<T> dVg(scratch.dVg.data(), Tn, HS);                                     // (T, HS)
+    vector_map dz(scratch.dz.data(), Tn);                                              // (T)
+    matrix_map<T> S(scratch.St.data(), F, HS), dS(scratch.dSt.data(), F, HS);          // (F, HS)
+    vector_map zs(scratch.zs.data(), F), dzs(scratch.dzs.data(), F);                   // (F)
 
     // Forward sweep: the state before each chunk again, and dP_q from it.
     S.setZero();
@@ -190,11 +192,11 @@ void attention_layer<T>::numerator_backward_chunked(T* dq, T* dk, attention_scra
     }
 }
 
-#define ATTNLAB_INSTANTIATE_CHUNKED(T)                                                                                \
-    template void attention_layer<T>::state_features(T*, const T*, const T*, int, int) const;                         \
-    template void attention_layer<T>::state_features_backward(T*, T*, const T*, const T*, int, int) const;            \
+#define ATTNLAB_INSTANTIATE_CHUNKED(T)                                                                               \
+    template void attention_layer<T>::state_features(T*, const T*, const T*, int, int) const;                        \
+    template void attention_layer<T>::state_features_backward(T*, T*, const T*, const T*, int, int) const;           \
     template void attention_layer<T>::numerator_chunked(T*, T*, attention_scratch<T>&, const T*, const T*, const T*, \
-                                                        const T*, int) const;                                         \
+                                                        const T*, int) const;                                        \
     template void attention_layer<T>::numerator_backward_chunked(T*, T*, attention_scratch<T>&, const T*, const T*,  \
                                                                  const T*, const T*, int) const;
 

@@ -129,6 +129,13 @@ buffer_entry plan_entry(model_buffer b, const dims& d) {
         case mb::scratch_dFk: return shard(d.scratch.head);
         case mb::scratch_dz: return shard(d.scratch.dz);
         case mb::scratch_row: return shard(d.scratch.row);
+        case mb::scratch_Pq:
+        case mb::scratch_Pk:
+        case mb::scratch_dP: return shard(d.scratch.chunk_features);
+        case mb::scratch_state:
+        case mb::scratch_dstate: return shard(d.scratch.state);
+        case mb::scratch_state_sum:
+        case mb::scratch_dstate_sum: return shard(d.scratch.state_sum);
         case mb::shard_grads: return floats(bg::per_thread, d.P, d.shards - 1, false, f);
         case mb::count: break;
     }
