@@ -15,6 +15,7 @@
 #include "attnlab/attention/attention.hpp"
 #include "attnlab/attention/chunked.hpp"
 #include "attnlab/attention/recurrent.hpp"
+#include "attnlab/bench/seq_len_bench.hpp"
 #include "attnlab/model/buffer_plan.hpp"
 #include "attnlab/run/result_file.hpp"
 #include "attnlab/spec/spec.hpp"
@@ -382,4 +383,32 @@ TEST_CASE("memory estimate: the chunked form's per-thread scratch, counted by ha
     const std::size_t F = 45;
     CHECK(chunked.per_thread - quadratic.per_thread == (3 * 4 * F + 2 * F * 8 + 2 * F) * 4);
     CHECK(chunked.attention == quadratic.attention);  // no state kept for the backward
+}
+
+TEST_CASE("bench --seq-lens: the crossover length interpolates where chunked meets quadratic", "[bench][chunked]") {
+    auto point = [](const std::string& variant, parallel_form form, int T, double ms) {
+        seq_len_point p;
+        p.variant = variant;
+        p.form = form;
+        p.T = T;
+        p.ms_per_1k = {ms};
+        return p;
+    };
+    std::vector<seq_len_point> points;
+    const double quadratic[] = {1, 2, 4, 8};  // doubles with T: meets chunked's 3 at T = 512 * 3 / 2
+    for (int i = 0; i < 4; ++i) {
+        const int T = 256 << i;
+        points.push_back(point("a", parallel_form::quadratic, T, quadratic[i]));
+        points.push_back(point("a", parallel_form::chunked, T, 3));
+        points.push_back(point("fast", parallel_form::quadratic, T, quadratic[i]));
+        points.push_back(point("fast", parallel_form::chunked, T, 0.5));
+        points.push_back(point("slow", parallel_form::quadratic, T, quadratic[i]));
+        points.push_back(point("slow", parallel_form::chunked, T, 100));
+    }
+    CHECK(crossover_length(points, "a") == Approx(768));
+    CHECK(crossover_length(points, "fast") == 0);
+    CHECK(crossover_length(points, "slow") == -1);
+    const std::string csv = seq_len_bench_csv(points);
+    CHECK_THAT(csv, StartsWith("variant,form,seq_len,batch,ms_per_1k_tokens,min,max,repeats,auto_form\n"));
+    CHECK_THAT(csv, Contains("\na,chunked,512,0,3,3,3,1,quadratic\n"));
 }

@@ -1,8 +1,8 @@
 // attnlab bench train --seq-lens (seq_len_bench.hpp): one model, a training
 // step (forward and backward, no optimizer: its cost does not depend on T)
 // timed at each sequence length with the batch shrunk to keep the tokens per
-// step constant. The points run one after another, each with its own model,
-// in the order variant, form, length.
+// step constant. Every repeat is a round over all points, each point with
+// its own model, built anew in each round.
 #include "attnlab/bench/seq_len_bench.hpp"
 
 #include <algorithm>
@@ -88,6 +88,7 @@ std::vector<seq_len_point> run_seq_len_bench(const seq_len_bench_options& opt,
                                              const std::vector<seq_len_variant>& variants,
                                              const std::function<void(const std::string&)>& progress) {
     std::vector<seq_len_point> points;
+    std::vector<attention_config> configs;  // of each point
     const int HS = opt.model.d_model / opt.model.heads;
     for (const seq_len_variant& v : variants)
         for (const parallel_form form : {parallel_form::quadratic, parallel_form::chunked}) {
@@ -104,23 +105,33 @@ std::vector<seq_len_point> run_seq_len_bench(const seq_len_bench_options& opt,
                 attention_config automatic = a;
                 automatic.form = parallel_form::automatic;
                 p.auto_form = choose_form(automatic, T, HS);
-                transformer<float> model(opt.model, a, bench_vocab, T);
-                model.init_params(1);
-                const std::size_t N = static_cast<std::size_t>(p.B) * T;
-                std::vector<std::int32_t> tokens(N), targets(N);
-                rng r(2);
-                for (std::size_t i = 0; i < N; ++i) {
-                    tokens[i] = static_cast<std::int32_t>(r.uniform() * bench_vocab) % bench_vocab;
-                    targets[i] = static_cast<std::int32_t>(r.uniform() * bench_vocab) % bench_vocab;
-                }
-                if (opt.warmup > 0) time_steps(model, tokens, targets, p.B, T, opt.warmup);
-                for (int i = 0; i < opt.repeats; ++i)
-                    p.ms_per_1k.push_back(time_steps(model, tokens, targets, p.B, T, opt.steps));
-                progress(fmt::format("{:8} {:9} T {:5} B {:3}: {:8.2f} ms per 1k tokens (median of {})", v.name,
-                                     to_string(form), T, p.B, p.median(), opt.repeats));
                 points.push_back(std::move(p));
+                configs.push_back(a);
             }
         }
+    // Rounds over every point, so that a slow spell of a shared machine
+    // falls on all points alike instead of on the few timed during it. One
+    // model lives at a time.
+    for (int round = 0; round < opt.repeats; ++round) {
+        for (std::size_t i = 0; i < points.size(); ++i) {
+            seq_len_point& p = points[i];
+            transformer<float> model(opt.model, configs[i], bench_vocab, p.T);
+            model.init_params(1);
+            const std::size_t N = static_cast<std::size_t>(p.B) * p.T;
+            std::vector<std::int32_t> tokens(N), targets(N);
+            rng r(2);
+            for (std::size_t j = 0; j < N; ++j) {
+                tokens[j] = static_cast<std::int32_t>(r.uniform() * bench_vocab) % bench_vocab;
+                targets[j] = static_cast<std::int32_t>(r.uniform() * bench_vocab) % bench_vocab;
+            }
+            if (opt.warmup > 0) time_steps(model, tokens, targets, p.B, p.T, opt.warmup);
+            p.ms_per_1k.push_back(time_steps(model, tokens, targets, p.B, p.T, opt.steps));
+        }
+        progress(fmt::format("round {}/{} of {} points done", round + 1, opt.repeats, points.size()));
+    }
+    for (const seq_len_point& p : points)
+        progress(fmt::format("{:8} {:9} T {:5} B {:3}: {:8.2f} ms per 1k tokens (median of {})", p.variant,
+                             to_string(p.form), p.T, p.B, p.median(), p.ms_per_1k.size()));
     return points;
 }
 
@@ -146,8 +157,8 @@ double crossover_length(const std::vector<seq_len_point>& points, const std::str
 }
 
 std::string seq_len_bench_csv(const std::vector<seq_len_point>& points) {
-    std::string out = csv_line({"variant", "form", "seq_len", "batch", "ms_per_1k_tokens", "min", "max", "repeats",
-                                "auto_form"});
+    std::string out =
+        csv_line({"variant", "form", "seq_len", "batch", "ms_per_1k_tokens", "min", "max", "repeats", "auto_form"});
     for (const seq_len_point& p : points) {
         const auto [lo, hi] = std::minmax_element(p.ms_per_1k.begin(), p.ms_per_1k.end());
         out += csv_line({p.variant, to_string(p.form), std::to_string(p.T), std::to_string(p.B),
@@ -183,7 +194,8 @@ std::string seq_len_bench_report(const std::vector<seq_len_point>& points, const
         for (const column& c : columns) {
             const seq_len_point* p = find_point(points, c.variant, c.form, T);
             const bool chunkable = find_point(points, c.variant, parallel_form::chunked, T) != nullptr;
-            s << fmt::format(" {:>17.2f}{}", p ? p->median() : NAN, p && chunkable && p->auto_form == c.form ? "*" : " ");
+            s << fmt::format(" {:>17.2f}{}", p ? p->median() : NAN,
+                             p && chunkable && p->auto_form == c.form ? "*" : " ");
         }
         s << "\n";
     }
@@ -191,7 +203,8 @@ std::string seq_len_bench_report(const std::vector<seq_len_point>& points, const
     for (const column& c : columns) {
         const seq_len_point* a = find_point(points, c.variant, c.form, lengths.front());
         const seq_len_point* b = find_point(points, c.variant, c.form, lengths.back());
-        if (a && b) s << fmt::format("  {:18} {:6.2f}x\n", c.variant + " " + to_string(c.form), b->median() / a->median());
+        if (a && b)
+            s << fmt::format("  {:18} {:6.2f}x\n", c.variant + " " + to_string(c.form), b->median() / a->median());
     }
     s << "\nCrossover (chunked faster from T about):\n";
     for (const std::string& v : variants) {

@@ -35,8 +35,11 @@ std::size_t chunked_feature_size(const attention_config& cfg, int HS);
 //   quadratic  7 HS sum over row blocks of rows x keys           (about 3.5 HS T^2)
 //   chunked    7 HS sum over chunks of rows^2 + 7 kappa F HS T   (linear in T)
 // kappa = chunked_state_cost weighs the state's products and feature maps
-// against the quadratic form's products (measured, not 1).
-inline constexpr double chunked_state_cost = 1.0;
+// against the quadratic form's products: fitted to results/bench/seq_len.csv
+// (taylor 2 and power 2 at HS 32: the state's (C, F) x (F, HS) products and
+// the scalar feature expansions run at about 1/1.75 of the score products'
+// speed), it puts the crossovers at the measured lengths.
+inline constexpr double chunked_state_cost = 1.75;
 struct form_costs {
     double quadratic = 0, chunked = 0;  // chunked: infinity without a chunked form
 };

@@ -25,15 +25,15 @@ struct seq_len_bench_options {
     int tokens = 4096;  // per step: batch = max(1, tokens / T)
     int chunk = 64;     // attention.chunk of the chunked form
     int steps = 1;      // forward + backward steps per repeat
-    int repeats = 5;    // timed repeats per point (their median is reported)
-    int warmup = 1;     // untimed steps per point
+    int repeats = 5;    // rounds over all points, one timed repeat per point each (the median is reported)
+    int warmup = 1;     // untimed steps per point and round
 };
 
 struct seq_len_point {
     std::string variant;
     parallel_form form = parallel_form::quadratic;
     int T = 0, B = 0;
-    std::vector<double> ms_per_1k;  // per repeat: milliseconds per 1000 tokens of a training step
+    std::vector<double> ms_per_1k;                       // per repeat: milliseconds per 1000 tokens of a training step
     parallel_form auto_form = parallel_form::quadratic;  // what attention.form auto would pick
     double median() const;
 };
