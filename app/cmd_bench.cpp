@@ -4,7 +4,9 @@
 // bench/plot_generate.py draws the plot.
 // attnlab bench train: training throughput against the PyTorch reference,
 // GFLOP/s against a matmul probe, peak memory and time per op
-// (train_bench.hpp).
+// (train_bench.hpp); with --seq-lens, training time per token across
+// sequence lengths in the quadratic and the chunked form (seq_len_bench.hpp),
+// written to DIR/seq_len.{csv,txt} (plot: scripts/plot_seq_len.py).
 #include <stdlib.h>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "attnlab/bench/generate_bench.hpp"
+#include "attnlab/bench/seq_len_bench.hpp"
 #include "attnlab/bench/train_bench.hpp"
 #include "attnlab/spec/spec.hpp"
 #include "attnlab/io/files.hpp"
@@ -68,10 +71,52 @@ void add_bench_train(CLI::App& bench, action& chosen) {
         ->type_name("SIZE");
     cmd->add_option("--python", opt->python, "Python with torch and numpy")->capture_default_str();
     cmd->add_option("--torch-script", opt->torch_script, "The PyTorch side")->capture_default_str();
+    auto seq = std::make_shared<seq_len_bench_options>();
+    seq->seq_lens.clear();
+    auto seq_out = std::make_shared<std::string>("results/bench");
+    cmd->add_option("--seq-lens", seq->seq_lens,
+                    "Instead: time per token at these sequence lengths (e.g. 256,512,1024,2048,4096), exp and "
+                    "elu1, taylor 2, power 2 in the quadratic and the chunked form, on the first --threads setting")
+        ->delimiter(',')
+        ->check(integer_in(2, 1 << 20));
+    cmd->add_option("--tokens", seq->tokens, "--seq-lens: tokens per step (the batch is tokens / T)")
+        ->capture_default_str()
+        ->check(integer_in(1, 1 << 24));
+    cmd->add_option("--chunk", seq->chunk, "--seq-lens: attention.chunk of the chunked form")
+        ->capture_default_str()
+        ->check(integer_in(1, 1 << 20));
+    cmd->add_option("--out", *seq_out, "--seq-lens: directory for seq_len.csv and seq_len.txt")->capture_default_str();
     cmd->callback([=, &chosen] {
         chosen = [=] {
             if (spec->empty() == config->empty())
                 throw config_error("bench train: give a SPEC or --config quickstart|larger (one of them)");
+            if (!seq->seq_lens.empty()) {
+                const experiment_spec e =
+                    spec->empty() ? parse_spec(bench_config_yaml(*config), "<config " + *config + ">", *overrides)
+                                  : load_spec(*spec, *overrides);
+                seq_len_bench_options o = *seq;
+                o.model = e.runs.front().config.model;
+                o.repeats = opt->repeats;
+                o.warmup = std::max(1, std::min(opt->warmup, 1));
+                set_threads(opt->threads.front());
+                spdlog::info(
+                    "bench train --seq-lens: model {} layers, d_model {}, {} heads; {} tokens per step, "
+                    "{} thread{}",
+                    o.model.layers, o.model.d_model, o.model.heads, o.tokens, opt->threads.front(),
+                    opt->threads.front() == 1 ? "" : "s");
+                const auto points = run_seq_len_bench(o, default_seq_len_variants(),
+                                                      [](const std::string& s) { spdlog::info("{}", s); });
+                const std::string report = seq_len_bench_report(points, o);
+                make_dirs(*seq_out);
+                write_file_atomic(*seq_out + "/seq_len.csv", seq_len_bench_csv(points));
+                write_file_atomic(*seq_out + "/seq_len.txt", report);
+                std::cout << report;
+                spdlog::info(
+                    "wrote {0}/seq_len.csv and seq_len.txt (plot: /usr/bin/python3 scripts/plot_seq_len.py "
+                    "{0}/seq_len.csv)",
+                    *seq_out);
+                return exit_ok;
+            }
             train_bench_options o = *opt;
             const memory_limit limit =
                 resolve_memory_limit(max_memory->empty() ? 0 : parse_size(*max_memory, "--max-memory"));

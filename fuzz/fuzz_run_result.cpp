@@ -50,7 +50,8 @@ bool same(const attnlab::run_result& a, const attnlab::run_result& b) {
            a.nonpositive_denominator_steps == b.nonpositive_denominator_steps &&
            a.first_nonpositive_step == b.first_nonpositive_step && a.baselines.has_value() == b.baselines.has_value() &&
            (!a.baselines ||
-            (same(a.baselines->unigram, b.baselines->unigram) && same(a.baselines->bigram, b.baselines->bigram)));
+            (same(a.baselines->unigram, b.baselines->unigram) && same(a.baselines->bigram, b.baselines->bigram))) &&
+           a.attention_form == b.attention_form;
 }
 
 }  // namespace

@@ -8,12 +8,15 @@
 //   score kernels: ds_tj = dw_tj f'(s_tj) [s_tj < clamp];
 //                  dq_t += ds_t. K / sqrt(HS),  dk_j += ds_.j^T Q / sqrt(HS)
 //   feature maps:  dphi(q_t) = dw_t. Phi(K),  dphi(k_j) = dw_.j^T Phi(Q), then phi'
+// The chunked form (chunked.cpp) replaces only the step from (du, dz) to
+// (dv', dq, dk) and from (q, k, v') to (u, z); the rest is shared.
 #include "attnlab/attention/attention.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
 #include "attnlab/util/shapes.hpp"
 
@@ -36,12 +39,19 @@ attention_cache_size attention_cache_size_of(const attention_config& cfg, int B,
     return n;
 }
 
-attention_scratch_size attention_scratch_size_of(int T_cap, int HS) {
+attention_scratch_size attention_scratch_size_of(const attention_config& cfg, int T_cap, int HS) {
     attention_scratch_size n;
     n.block = static_cast<size_t>(attention_scratch<float>::block_rows) * T_cap;
     n.head = static_cast<size_t>(T_cap) * HS;
     n.dz = static_cast<size_t>(T_cap);
     n.row = static_cast<size_t>(HS);
+    if (choose_form(cfg, T_cap, HS) == parallel_form::chunked) {
+        const size_t Cn = static_cast<size_t>(std::min(cfg.chunk, T_cap)), F = chunked_feature_size(cfg, HS);
+        n.block = std::max(n.block, Cn * Cn);
+        n.chunk_features = Cn * F;
+        n.state = F * HS;
+        n.state_sum = F;
+    }
     return n;
 }
 
@@ -75,13 +85,18 @@ T attention_cache<T>::min_abs_denominator() const {
 }
 
 template <class T>
-void attention_scratch<T>::resize(int T_cap, int HS) {
-    const attention_scratch_size n = attention_scratch_size_of(T_cap, HS);
-    if (S.size() >= n.block && Vg.size() >= n.head && row.size() >= n.row) return;
-    for (auto* v : {&S, &W, &dW}) v->assign(n.block, T(0));
-    for (auto* v : {&Vg, &dU, &dVg, &dFq, &dFk}) v->assign(n.head, T(0));
-    dz.assign(n.dz, T(0));
-    row.assign(n.row, T(0));
+void attention_scratch<T>::resize(const attention_scratch_size& n) {
+    // Only grows: a shorter sequence reuses the buffers of a longer one.
+    auto grow = [](std::vector<T>& v, size_t size) {
+        if (v.size() < size) v.assign(size, T(0));
+    };
+    for (auto* v : {&S, &W, &dW}) grow(*v, n.block);
+    for (auto* v : {&Vg, &dU, &dVg, &dFq, &dFk}) grow(*v, n.head);
+    grow(dz, n.dz);
+    grow(row, n.row);
+    for (auto* v : {&Pq, &Pk, &dP}) grow(*v, n.chunk_features);
+    for (auto* v : {&St, &dSt}) grow(*v, n.state);
+    for (auto* v : {&zs, &dzs}) grow(*v, n.state_sum);
 }
 
 template <class T>
@@ -97,7 +112,12 @@ attention_layer<T>::attention_layer(const attention_config& cfg, int NH, int HS)
       needs_weight_sum_(traits_of(cfg.denominator).uses_weight_sum),
       kernel_(make_score_kernel<T>(cfg)),
       features_(make_feature_map<T>(cfg)),
-      denom_(make_denominator<T>(cfg)) {}
+      denom_(make_denominator<T>(cfg)),
+      F_(chunked_feature_size(cfg, HS)) {
+    if (cfg.form == parallel_form::chunked && !has_chunked_form(cfg))
+        throw std::invalid_argument("attention: " + chunked_form_refusal(cfg));
+    if (cfg.chunk < 1) throw std::invalid_argument("attention: chunk must be >= 1");
+}
 
 template <class T>
 void attention_layer<T>::init_cache(attention_cache<T>& cache, int B, int T_cap) const {
@@ -110,28 +130,48 @@ void attention_layer<T>::init_cache(attention_cache<T>& cache, int B, int T_cap)
 
 template <class T>
 void attention_layer<T>::weight_block(attention_scratch<T>& scratch, const T* q, const T* k, const T* fq, const T* fk,
-                                      int t0, int t1) const {
-    const int C = NH_ * HS_, rows = t1 - t0;
-    matrix_map<T> W(scratch.W.data(), rows, t1);  // (rows, t1)
+                                      int t0, int t1, int k0) const {
+    const int C = NH_ * HS_, rows = t1 - t0, keys = t1 - k0;
+    matrix_map<T> W(scratch.W.data(), rows, keys);  // (rows, keys)
     if (kernel_) {
         const_strided_map<T> Q(q + static_cast<long>(t0) * C, rows, HS_, Eigen::OuterStride<>(C));  // (rows, HS)
-        const_strided_map<T> K(k, t1, HS_, Eigen::OuterStride<>(C));                                // (t1, HS)
-        matrix_map<T> S(scratch.S.data(), rows, t1);                                                // (rows, t1)
+        const_strided_map<T> K(k + static_cast<long>(k0) * C, keys, HS_, Eigen::OuterStride<>(C));  // (keys, HS)
+        matrix_map<T> S(scratch.S.data(), rows, keys);                                              // (rows, keys)
         S.noalias() = (Q * K.transpose()) * scale_;
         for (int r = 0; r < rows; ++r) {
-            const int n = t0 + r + 1;  // keys 0..t
+            const int n = t0 + r + 1 - k0;  // keys k0..t
             if (clamp_on_)
                 for (int j = 0; j < n; ++j) S(r, j) = std::min(S(r, j), clamp_);
             kernel_->forward_row(&W(r, 0), &S(r, 0), n);
-            for (int j = n; j < t1; ++j) W(r, j) = T(0);
+            for (int j = n; j < keys; ++j) W(r, j) = T(0);
         }
     } else {
         const_matrix_map<T> Fq(fq + static_cast<long>(t0) * HS_, rows, HS_);  // (rows, HS)
-        const_matrix_map<T> Fk(fk, t1, HS_);                                  // (t1, HS)
+        const_matrix_map<T> Fk(fk + static_cast<long>(k0) * HS_, keys, HS_);  // (keys, HS)
         W.noalias() = Fq * Fk.transpose();
         for (int r = 0; r < rows; ++r)
-            for (int j = t0 + r + 1; j < t1; ++j) W(r, j) = T(0);
+            for (int j = t0 + r + 1 - k0; j < keys; ++j) W(r, j) = T(0);
     }
+}
+
+template <class T>
+void attention_layer<T>::block_numerator(T* u, T* z, attention_scratch<T>& scratch, const T* q, const T* k, const T* fq,
+                                         const T* fk, int Tn, int t0, int t1, int k0) const {
+    const int HS = HS_, rows = t1 - t0, keys = t1 - k0;
+    matrix_map<T> U(u, Tn, HS);                         // (T, HS)
+    const_matrix_map<T> Vg(scratch.Vg.data(), Tn, HS);  // (T, HS)
+    weight_block(scratch, q, k, fq, fk, t0, t1, k0);
+    const_matrix_map<T> W(scratch.W.data(), rows, keys);  // (rows, keys)
+    U.middleRows(t0, rows).noalias() = W * Vg.middleRows(k0, keys);
+    if (needs_weight_sum_)
+        for (int r = 0; r < rows; ++r) z[t0 + r] = W.row(r).head(t0 + r + 1 - k0).sum();
+}
+
+template <class T>
+void attention_layer<T>::numerator_quadratic(T* u, T* z, attention_scratch<T>& scratch, const T* q, const T* k,
+                                             const T* fq, const T* fk, int Tn) const {
+    for (int t0 = 0; t0 < Tn; t0 += scratch.block_rows)
+        block_numerator(u, z, scratch, q, k, fq, fk, Tn, t0, std::min(Tn, t0 + scratch.block_rows), 0);
 }
 
 template <class T>
@@ -139,7 +179,8 @@ void attention_layer<T>::forward_heads(T* out, attention_cache<T>& cache, const 
                                        int bh_begin, int bh_end, attention_scratch<T>& scratch) const {
     const int NH = NH_, HS = HS_, C = NH * HS;
     const bool need_z = needs_weight_sum_;
-    scratch.resize(Tn, HS);
+    const bool chunked = choose_form(cfg_, Tn, HS) == parallel_form::chunked;
+    scratch.resize(attention_scratch_size_of(cfg_, Tn, HS));
     for (int bh = bh_begin; bh < bh_end; ++bh) {
         const int b = bh / NH, h = bh % NH;
         const long off = static_cast<long>(b) * Tn * C + h * HS;
@@ -168,21 +209,19 @@ void attention_layer<T>::forward_heads(T* out, attention_cache<T>& cache, const 
         else
             Vg = V;
 
+        if (chunked)
+            numerator_chunked(U.data(), z, scratch, in.q + off, in.k + off, fq, fk, Tn);
+        else
+            numerator_quadratic(U.data(), z, scratch, in.q + off, in.k + off, fq, fk, Tn);
+
         long nonpositive = 0;
         T min_abs = std::numeric_limits<T>::infinity();
-        for (int t0 = 0; t0 < Tn; t0 += scratch.block_rows) {
-            const int t1 = std::min(Tn, t0 + scratch.block_rows), rows = t1 - t0;
-            weight_block(scratch, in.q + off, in.k + off, fq, fk, t0, t1);
-            const_matrix_map<T> W(scratch.W.data(), rows, t1);  // (rows, t1)
-            U.middleRows(t0, rows).noalias() = W * Vg.topRows(t1);
-            if (need_z)
-                for (int r = 0; r < rows; ++r) {
-                    z[t0 + r] = W.row(r).head(t0 + r + 1).sum();
-                    const T divisor = z[t0 + r] + denom_->weight_sum_offset();
-                    nonpositive += !(divisor > T(0));
-                    min_abs = std::min(min_abs, std::abs(divisor));
-                }
-        }
+        if (need_z)
+            for (int t = 0; t < Tn; ++t) {
+                const T divisor = z[t] + denom_->weight_sum_offset();
+                nonpositive += !(divisor > T(0));
+                min_abs = std::min(min_abs, std::abs(divisor));
+            }
         cache.nonpositive_wsum[bh] = nonpositive;
         cache.min_abs_wsum[bh] = min_abs;
         for (int t = 0; t < Tn; ++t) {
@@ -193,13 +232,63 @@ void attention_layer<T>::forward_heads(T* out, attention_cache<T>& cache, const 
 }
 
 template <class T>
+void attention_layer<T>::block_numerator_backward(T* dq, T* dk, attention_scratch<T>& scratch, const T* q, const T* k,
+                                                  const T* fq, const T* fk, int Tn, int t0, int t1, int k0) const {
+    const int HS = HS_, C = NH_ * HS, rows = t1 - t0, keys = t1 - k0;
+    const_strided_map<T> Q(q, Tn, HS, Eigen::OuterStride<>(C));  // (T, HS)
+    const_strided_map<T> K(k, Tn, HS, Eigen::OuterStride<>(C));  // (T, HS)
+    strided_map<T> dQ(dq, Tn, HS, Eigen::OuterStride<>(C));
+    strided_map<T> dK(dk, Tn, HS, Eigen::OuterStride<>(C));
+    const_matrix_map<T> dU(scratch.dU.data(), Tn, HS), Vg(scratch.Vg.data(), Tn, HS);
+    matrix_map<T> dVg(scratch.dVg.data(), Tn, HS);
+    const T* dz = scratch.dz.data();
+    weight_block(scratch, q, k, fq, fk, t0, t1, k0);
+    const_matrix_map<T> W(scratch.W.data(), rows, keys);  // (rows, keys)
+    matrix_map<T> dW(scratch.dW.data(), rows, keys);      // (rows, keys)
+    dW.noalias() = dU.middleRows(t0, rows) * Vg.middleRows(k0, keys).transpose();
+    dVg.middleRows(k0, keys).noalias() += W.transpose() * dU.middleRows(t0, rows);  // W is zero above the diagonal
+    for (int r = 0; r < rows; ++r) {
+        const int n = t0 + r + 1 - k0;
+        if (needs_weight_sum_)
+            for (int j = 0; j < n; ++j) dW(r, j) += dz[t0 + r];
+        for (int j = n; j < keys; ++j) dW(r, j) = T(0);
+    }
+    if (kernel_) {
+        const_matrix_map<T> S(scratch.S.data(), rows, keys);
+        for (int r = 0; r < rows; ++r) {
+            const int n = t0 + r + 1 - k0;
+            kernel_->backward_row(&dW(r, 0), &dW(r, 0), S.row(r).data(), W.row(r).data(), n);
+            if (clamp_on_)  // min(s, c) passes the gradient only below c
+                for (int j = 0; j < n; ++j)
+                    if (!(S(r, j) < clamp_)) dW(r, j) = T(0);
+        }
+        // dW now holds ds (rows, keys), zero above the diagonal
+        dQ.middleRows(t0, rows).noalias() += (dW * K.middleRows(k0, keys)) * scale_;
+        dK.middleRows(k0, keys).noalias() += (dW.transpose() * Q.middleRows(t0, rows)) * scale_;
+    } else {
+        const_matrix_map<T> Fq(fq, Tn, HS), Fk(fk, Tn, HS);
+        matrix_map<T>(scratch.dFq.data(), Tn, HS).middleRows(t0, rows).noalias() += dW * Fk.middleRows(k0, keys);
+        matrix_map<T>(scratch.dFk.data(), Tn, HS).middleRows(k0, keys).noalias() +=
+            dW.transpose() * Fq.middleRows(t0, rows);
+    }
+}
+
+template <class T>
+void attention_layer<T>::numerator_backward_quadratic(T* dq, T* dk, attention_scratch<T>& scratch, const T* q,
+                                                      const T* k, const T* fq, const T* fk, int Tn) const {
+    for (int t0 = 0; t0 < Tn; t0 += scratch.block_rows)
+        block_numerator_backward(dq, dk, scratch, q, k, fq, fk, Tn, t0, std::min(Tn, t0 + scratch.block_rows), 0);
+}
+
+template <class T>
 void attention_layer<T>::backward_heads(const attention_grads<T>& grads, const T* dout, attention_cache<T>& cache,
                                         const attention_inputs<T>& in, int Tn, int bh_begin, int bh_end,
                                         attention_scratch<T>& scratch) const {
     const int NH = NH_, HS = HS_, C = NH * HS;
     const int P = denominator_param_count();
     const bool need_z = needs_weight_sum_;
-    scratch.resize(Tn, HS);
+    const bool chunked = choose_form(cfg_, Tn, HS) == parallel_form::chunked;
+    scratch.resize(attention_scratch_size_of(cfg_, Tn, HS));
     for (int bh = bh_begin; bh < bh_end; ++bh) {
         const int b = bh / NH, h = bh % NH;
         const long off = static_cast<long>(b) * Tn * C + h * HS;
@@ -247,38 +336,11 @@ void attention_layer<T>::backward_heads(const attention_grads<T>& grads, const T
             matrix_map<T>(scratch.dFk.data(), Tn, HS).setZero();
         }
 
-        for (int t0 = 0; t0 < Tn; t0 += scratch.block_rows) {
-            const int t1 = std::min(Tn, t0 + scratch.block_rows), rows = t1 - t0;
-            weight_block(scratch, in.q + off, in.k + off, fq, fk, t0, t1);
-            const_matrix_map<T> W(scratch.W.data(), rows, t1);  // (rows, t1)
-            matrix_map<T> dW(scratch.dW.data(), rows, t1);      // (rows, t1)
-            dW.noalias() = dU.middleRows(t0, rows) * Vg.topRows(t1).transpose();
-            dVg.topRows(t1).noalias() += W.transpose() * dU.middleRows(t0, rows);  // W is zero above the diagonal
-            for (int r = 0; r < rows; ++r) {
-                const int n = t0 + r + 1;
-                if (need_z)
-                    for (int j = 0; j < n; ++j) dW(r, j) += dz[t0 + r];
-                for (int j = n; j < t1; ++j) dW(r, j) = T(0);
-            }
-            if (kernel_) {
-                const_matrix_map<T> S(scratch.S.data(), rows, t1);
-                for (int r = 0; r < rows; ++r) {
-                    const int n = t0 + r + 1;
-                    kernel_->backward_row(&dW(r, 0), &dW(r, 0), S.row(r).data(), W.row(r).data(), n);
-                    if (clamp_on_)  // min(s, c) passes the gradient only below c
-                        for (int j = 0; j < n; ++j)
-                            if (!(S(r, j) < clamp_)) dW(r, j) = T(0);
-                }
-                // dW now holds ds (rows, t1), zero above the diagonal
-                dQ.middleRows(t0, rows).noalias() += (dW * K.topRows(t1)) * scale_;
-                dK.topRows(t1).noalias() += (dW.transpose() * Q.middleRows(t0, rows)) * scale_;
-            } else {
-                const_matrix_map<T> Fq(fq, Tn, HS), Fk(fk, Tn, HS);
-                matrix_map<T>(scratch.dFq.data(), Tn, HS).middleRows(t0, rows).noalias() += dW * Fk.topRows(t1);
-                matrix_map<T>(scratch.dFk.data(), Tn, HS).topRows(t1).noalias() +=
-                    dW.transpose() * Fq.middleRows(t0, rows);
-            }
-        }
+        if (chunked)
+            numerator_backward_chunked(grads.dq + off, grads.dk + off, scratch, in.q + off, in.k + off, fq, fk, Tn);
+        else
+            numerator_backward_quadratic(grads.dq + off, grads.dk + off, scratch, in.q + off, in.k + off, fq, fk, Tn);
+
         if (in_gate_) {
             for (int j = 0; j < Tn; ++j) {
                 const long gi = gate_off + static_cast<long>(j) * NH;

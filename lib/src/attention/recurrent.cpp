@@ -44,6 +44,24 @@ void symmetric_terms(T*& out, const T* x, T c, int d, int m, int last, int run, 
     }
 }
 
+// The backward of symmetric_terms below a node of the index tree whose
+// value is `value`: dx[a] += (dL/dchild) value c / sqrt(r) for every edge
+// that appends index a, and the node's own dL/dvalue is returned (dphi
+// walks the leaves in the forward's order).
+template <class T>
+T symmetric_terms_backward(T* dx, const T*& dphi, const T* x, T c, int d, int m, int last, int run, T value) {
+    if (m == 0) return *dphi++;
+    T dvalue = 0;
+    for (int a = last; a < d; ++a) {
+        const int r = a == last ? run + 1 : 1;
+        const T factor = c / std::sqrt(T(r));  // child = value * x_a * factor
+        const T dchild = symmetric_terms_backward(dx, dphi, x, c, d, m - 1, a, r, value * x[a] * factor);
+        dvalue += dchild * x[a] * factor;
+        dx[a] += dchild * value * factor;
+    }
+    return dvalue;
+}
+
 // The Taylor terms m = first..last of a score kernel's state (its table row).
 // A score kernel with a finite state and no terms is a table error, not an
 // empty state.
@@ -92,6 +110,11 @@ template <class T>
 void taylor_term_symmetric(T* phi, const T* x, int d, int m) {
     // Start before index 0 with run 0, so the first index always gets r = 1.
     symmetric_terms(phi, x, std::pow(T(d), T(-0.25)), d, m, 0, 0, T(1));
+}
+
+template <class T>
+void taylor_term_symmetric_backward(T* dx, const T* dphi, const T* x, int d, int m) {
+    symmetric_terms_backward(dx, dphi, x, std::pow(T(d), T(-0.25)), d, m, 0, 0, T(1));
 }
 
 bool has_finite_state(const attention_config& cfg) {
@@ -251,9 +274,10 @@ void recurrent_attention<T>::forward(T* out, const attention_inputs<T>& in, int 
     }
 }
 
-#define ATTNLAB_INSTANTIATE_RECURRENT(T)                            \
-    template void taylor_term_full<T>(T*, const T*, int, int);      \
-    template void taylor_term_symmetric<T>(T*, const T*, int, int); \
+#define ATTNLAB_INSTANTIATE_RECURRENT(T)                                               \
+    template void taylor_term_full<T>(T*, const T*, int, int);                         \
+    template void taylor_term_symmetric<T>(T*, const T*, int, int);                    \
+    template void taylor_term_symmetric_backward<T>(T*, const T*, const T*, int, int); \
     template class recurrent_attention<T>;
 
 ATTNLAB_INSTANTIATE_RECURRENT(float)

@@ -28,6 +28,15 @@ const char* to_string(schedule_kind v) {
     return "?";
 }
 
+const char* to_string(parallel_form v) {
+    switch (v) {
+        case parallel_form::automatic: return "auto";
+        case parallel_form::quadratic: return "quadratic";
+        case parallel_form::chunked: return "chunked";
+    }
+    return "?";
+}
+
 int resolved_val_examples(const task_config& t) { return t.val_examples > 0 ? t.val_examples : t.test_examples; }
 
 int resolved_mlp_hidden(const model_config& m) {

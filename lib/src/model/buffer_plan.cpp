@@ -45,7 +45,7 @@ dims dims_of(const buffer_plan_input& in, sz P) {
     d.weight_sum = traits_of(in.attention.denominator).uses_weight_sum;
     const int HS = static_cast<int>(d.HS);
     d.cache = attention_cache_size_of(in.attention, in.B, in.T, m.heads, HS);
-    d.scratch = attention_scratch_size_of(in.T, HS);
+    d.scratch = attention_scratch_size_of(in.attention, in.T, HS);
     d.rope_table = d.rope ? rope_table_elements(in.max_T, HS) : 0;
     d.P = P;
     // transformer::plan_shards: at most one shard per thread and per sequence.
@@ -129,6 +129,13 @@ buffer_entry plan_entry(model_buffer b, const dims& d) {
         case mb::scratch_dFk: return shard(d.scratch.head);
         case mb::scratch_dz: return shard(d.scratch.dz);
         case mb::scratch_row: return shard(d.scratch.row);
+        case mb::scratch_Pq:
+        case mb::scratch_Pk:
+        case mb::scratch_dP: return shard(d.scratch.chunk_features);
+        case mb::scratch_state:
+        case mb::scratch_dstate: return shard(d.scratch.state);
+        case mb::scratch_state_sum:
+        case mb::scratch_dstate_sum: return shard(d.scratch.state_sum);
         case mb::shard_grads: return floats(bg::per_thread, d.P, d.shards - 1, false, f);
         case mb::count: break;
     }

@@ -45,6 +45,13 @@ std::string yaml_number(double v) {
     return format_number(v);
 }
 
+// A form's name as a plain scalar (quadratic, chunked), any other text quoted.
+std::string form_name(const std::string& s) {
+    for (const parallel_form f : {parallel_form::automatic, parallel_form::quadratic, parallel_form::chunked})
+        if (s == to_string(f)) return s;
+    return yaml_quoted(s);
+}
+
 }  // namespace
 
 std::string run_result_to_yaml(const run_result& r) {
@@ -68,6 +75,7 @@ std::string run_result_to_yaml(const run_result& r) {
     if (r.baselines)  // nats per byte on the test set (text)
         s << "baselines: {unigram_test_loss: " << yaml_number(r.baselines->unigram)
           << ", bigram_test_loss: " << yaml_number(r.baselines->bigram) << "}\n";
+    if (!r.attention_form.empty()) s << "attention_form: " << form_name(r.attention_form) << "\n";
     return s.str();
 }
 
@@ -122,6 +130,7 @@ std::optional<run_result> read_run_result(const std::string& path) {
         r.first_nonpositive_step = n["first_nonpositive_step"].as<int>();
         if (const YAML::Node b = n["baselines"])
             r.baselines = baseline_losses{parse_number(b["unigram_test_loss"]), parse_number(b["bigram_test_loss"])};
+        if (n["attention_form"]) r.attention_form = n["attention_form"].as<std::string>();  // absent before chunked
         return r;
     } catch (const YAML::Exception& e) {
         throw io_error(path + ": malformed run result (" + e.what() + ")");

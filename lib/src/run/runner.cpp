@@ -281,6 +281,8 @@ attempt sweep_runner::train_one(std::size_t i, bool wait) {
         write_file_atomic(dir + "/metrics.csv", csv_line(metrics_csv_columns()));
     }
     metrics_file metrics(dir + "/metrics.csv");
+    spdlog::info("{} attention in the {} form{}", tg, to_string(training_attention_form(point.config)),
+                 point.config.attention.form == parallel_form::automatic ? " (attention.form auto)" : "");
 
     train_callbacks cb;
     cb.stop = stop_;

@@ -1,6 +1,7 @@
 // The rules between keys and the derived defaults (see rules.hpp).
 #include "rules.hpp"
 
+#include "attnlab/attention/chunked.hpp"
 #include "attnlab/attention/variant_table.hpp"
 #include "attnlab/tasks/task_table.hpp"
 #include "values.hpp"
@@ -48,6 +49,11 @@ std::vector<rule> attention_rules() {
              if (!c.attention.out_gate || !traits_of(c.attention.denominator).has_output_gate) return std::string();
              const std::string name = attnlab::to_string(c.attention.denominator);
              return "out_gate is not allowed with denominator " + name + ", which has an output gate already";
+         }},
+        {{"attention.form", "attention.numerator", "attention.clamp", "attention.order"},
+         [](const run_config& c) {
+             if (c.attention.form != parallel_form::chunked) return std::string();
+             return chunked_form_refusal(c.attention);
          }},
     };
 }

@@ -119,6 +119,17 @@ key_def enum_key(std::string key, Ref ref) {
     return d;
 }
 
+// A key left out of config.yaml (and summary.csv) while it has its default,
+// so that run folders written before the key existed still compare equal.
+key_def written_unless_default(key_def d) {
+    d.get = [get = d.get](const run_config& c) -> std::optional<value> {
+        std::optional<value> v = get(c), dv = get(run_config{});
+        if (v && dv && v->text() == dv->text()) return std::nullopt;
+        return v;
+    };
+    return d;
+}
+
 // The conditions of the attention keys are the variant table's traits and
 // those of the task keys the task table's rows, so a new row is taken in
 // without a list of names to keep in step here.
@@ -206,6 +217,9 @@ const std::vector<key_def>& schema() {
             bool_key("attention.out_gate", FIELD(attention.out_gate)),
             bool_key("attention.detach_denominator", FIELD(attention.detach_denominator)).only_when(detachable),
             number_key("attention.eps", FIELD(attention.eps)).above(0),
+            // chunked needs a finite state of Taylor order <= 4: a rule (rules.cpp).
+            written_unless_default(enum_key<parallel_form>("attention.form", FIELD(attention.form))),
+            written_unless_default(int_key("attention.chunk", FIELD(attention.chunk)).range(1, 1 << 20)),
 
             int_key("train.steps", FIELD(train.steps)).at_least(1).needed(),
             int_key("train.batch", FIELD(train.batch)).at_least(1),

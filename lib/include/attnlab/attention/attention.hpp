@@ -7,6 +7,9 @@
 // Fused in row blocks: for rows [t0, t1) of one head, the scores and weights
 // (t1 - t0, t1) live only in per-thread scratch; the cache keeps O(T HS) per
 // head (u_t, z_t, features), and the backward recomputes the block's weights.
+// A variant with a finite state can instead run in the chunked form
+// (chunked.hpp, chunked.cpp): the same u_t and z_t in time linear in T;
+// cfg.form picks the form, `auto` by a cost model for each sequence length.
 // Parallelism: forward()/backward() run one OpenMP loop over (batch, head)
 // pairs; forward_heads()/backward_heads() do a range of pairs on the calling
 // thread (the model's data-parallel shards call these).
@@ -15,6 +18,7 @@
 #include <memory>
 #include <vector>
 
+#include "attnlab/attention/chunked.hpp"
 #include "attnlab/attention/variants.hpp"
 
 namespace attnlab {
@@ -71,16 +75,25 @@ struct attention_cache {
 
 // Elements of one thread's attention_scratch for sequences of up to T_cap
 // (allocated by attention_scratch::resize, counted by the buffer plan).
+// The chunked form's buffers are 0 unless choose_form picks it at T_cap
+// (then also at every longer T: its cost grows linearly, the quadratic's
+// quadratically).
 struct attention_scratch_size {
-    std::size_t block = 0;  // S, W, dW each: (block_rows, T_cap)
+    std::size_t block = 0;  // S, W, dW each: (block_rows, T_cap), or (Cn, Cn) when larger
     std::size_t head = 0;   // Vg, dU, dVg, dFq, dFk each: (T_cap, HS), whatever the variant
     std::size_t dz = 0;     // (T_cap)
     std::size_t row = 0;    // (HS)
+    // chunked form, Cn = min(chunk, T_cap), F = chunked_feature_size:
+    std::size_t chunk_features = 0;  // Pq, Pk, dP each: (Cn, F)
+    std::size_t state = 0;           // St, dSt each: (F, HS) the running state and its gradient
+    std::size_t state_sum = 0;       // zs, dzs each: (F)
 };
-attention_scratch_size attention_scratch_size_of(int T_cap, int HS);
+attention_scratch_size attention_scratch_size_of(const attention_config& cfg, int T_cap, int HS);
 
 // One thread's working memory for attention over sequences of up to T_cap:
-// a row block of scores and weights, and per-head (T, HS) gradients.
+// a row block of scores and weights, per-head (T, HS) gradients and, in the
+// chunked form, one chunk's features and the running state. The state is
+// recomputed in the backward, never kept per chunk.
 template <class T>
 struct attention_scratch {
     static constexpr int block_rows = 64;  // rows of a score block: (64, T) stays in L2
@@ -88,7 +101,10 @@ struct attention_scratch {
     std::vector<T> Vg, dU, dVg;            // (T_cap, HS) g_in * V, dL/du, dL/d(g_in V)
     std::vector<T> dFq, dFk;               // (T_cap, HS) feature gradients (feature maps)
     std::vector<T> dz, row;                // (T_cap) dL/dz_t, (HS) one row
-    void resize(int T_cap, int HS);
+    std::vector<T> Pq, Pk, dP;             // (Cn, F) a chunk's state features of q, k, and a gradient
+    std::vector<T> St, dSt;                // (F, HS) state sum_j phi(k_j) v'_j^T and its gradient
+    std::vector<T> zs, dzs;                // (F) sum_j phi(k_j) and its gradient
+    void resize(const attention_scratch_size& n);
 };
 
 template <class T>
@@ -124,8 +140,33 @@ private:
     // scratch.W (t1 - t0, t1), zero above the diagonal; score kernels keep the
     // clamped scaled scores in scratch.S. Q, K: the head's (T, HS) rows with
     // row stride C; Fq, Fk: its features (T, HS) contiguous (feature maps).
-    void weight_block(attention_scratch<T>& scratch, const T* Q, const T* K, const T* Fq, const T* Fk, int t0,
-                      int t1) const;
+    // Keys [k0, t1) only (W is then (t1 - t0, t1 - k0)): the chunked form's diagonal blocks.
+    void weight_block(attention_scratch<T>& scratch, const T* Q, const T* K, const T* Fq, const T* Fk, int t0, int t1,
+                      int k0 = 0) const;
+    // Rows [t0, t1) of one head's u (T, HS) and z (T) from keys [k0, t1)
+    // alone, and their backward (the terms of the pairs t, j in that block).
+    void block_numerator(T* U, T* z, attention_scratch<T>& scratch, const T* q, const T* k, const T* fq, const T* fk,
+                         int Tn, int t0, int t1, int k0) const;
+    void block_numerator_backward(T* dq, T* dk, attention_scratch<T>& scratch, const T* q, const T* k, const T* fq,
+                                  const T* fk, int Tn, int t0, int t1, int k0) const;
+    // One head's u (T, HS) and z (T) (z only when the denominator reads it)
+    // from its q, k (row stride C), features Fq, Fk (feature maps) and
+    // Vg = g_in V (T, HS): the quadratic and the chunked form.
+    void numerator_quadratic(T* U, T* z, attention_scratch<T>& scratch, const T* q, const T* k, const T* fq,
+                             const T* fk, int Tn) const;
+    void numerator_chunked(T* U, T* z, attention_scratch<T>& scratch, const T* q, const T* k, const T* fq, const T* fk,
+                           int Tn) const;
+    // Their backward given scratch.dU and scratch.dz: dq, dk (row stride C)
+    // +=, scratch.dVg, dFq, dFk += (all zeroed by the caller).
+    void numerator_backward_quadratic(T* dq, T* dk, attention_scratch<T>& scratch, const T* q, const T* k, const T* fq,
+                                      const T* fk, int Tn) const;
+    void numerator_backward_chunked(T* dq, T* dk, attention_scratch<T>& scratch, const T* q, const T* k, const T* fq,
+                                    const T* fk, int Tn) const;
+    // The chunked form's state features P (rows, F) of rows [t0, t1) of q or
+    // k (row stride C), or of their features (feature maps), and the
+    // backward dx (rows, stride C) or dF (rows, HS) += J^T dP.
+    void state_features(T* P, const T* x, const T* fx, int t0, int t1) const;
+    void state_features_backward(T* dx, T* dfx, const T* dP, const T* x, int t0, int t1) const;
 
     attention_config cfg_;  // sizes its cache (attention_cache_size_of)
     int NH_, HS_;
@@ -137,6 +178,7 @@ private:
     std::unique_ptr<score_kernel<T>> kernel_;  // exactly one of kernel_, features_
     std::unique_ptr<feature_map<T>> features_;
     std::unique_ptr<denominator<T>> denom_;
+    std::size_t F_;  // chunked_feature_size: state features per head, 0 without a chunked form
 };
 
 }  // namespace attnlab

@@ -41,6 +41,10 @@ void taylor_term_full(T* phi, const T* x, int d, int m);
 // (alpha_i = how often i occurs).
 template <class T>
 void taylor_term_symmetric(T* phi, const T* x, int d, int m);
+// dx (d) += J^T dphi, J the Jacobian of taylor_term_symmetric at x (the
+// chunked form's backward), by reverse mode over the same index tree.
+template <class T>
+void taylor_term_symmetric_backward(T* dx, const T* dphi, const T* x, int d, int m);
 
 // False for exp and for any clamped score kernel (they keep a KV cache).
 bool has_finite_state(const attention_config& cfg);

@@ -14,6 +14,10 @@ namespace attnlab {
 enum class position_kind { rope, learned, none };
 enum class mlp_kind { swiglu, gelu, none };
 enum class schedule_kind { cosine, constant };
+// How training and parallel evaluation compute attention over a sequence
+// (docs/attention.md, "The chunked form"): `automatic` (written `auto`) picks
+// per sequence length by a cost model (attention/attention.hpp, choose_form).
+enum class parallel_form { automatic, quadratic, chunked };
 
 struct task_config {
     task_kind kind = task_kind::lookup;
@@ -67,6 +71,8 @@ struct attention_config {
     bool out_gate = false;
     bool detach_denominator = false;  // softmax only
     double eps = 1e-6;
+    parallel_form form = parallel_form::automatic;
+    int chunk = 64;  // chunk length of the chunked form
 };
 
 struct train_config {
@@ -93,6 +99,7 @@ struct run_config {
 const char* to_string(position_kind v);
 const char* to_string(mlp_kind v);
 const char* to_string(schedule_kind v);
+const char* to_string(parallel_form v);
 
 // The task sizes (model_vocab_size, train_seq_len, test_seq_len, max_seq_len)
 // are declared in tasks/task_table.hpp, included above.

@@ -93,7 +93,14 @@ enum class model_buffer {
     scratch_dFk,  // (T, HS)
     scratch_dz,
     scratch_row,  // (T), (HS)
-    shard_grads,  // (P), one per shard but the first
+    scratch_Pq,
+    scratch_Pk,
+    scratch_dP,  // chunked form: (chunk, F) a chunk's state features (F: attention/chunked.hpp)
+    scratch_state,
+    scratch_dstate,  // chunked form: (F, HS) the running state and its gradient, recomputed by the backward
+    scratch_state_sum,
+    scratch_dstate_sum,  // chunked form: (F)
+    shard_grads,         // (P), one per shard but the first
     count
 };
 

@@ -56,7 +56,15 @@ struct run_result {
     // The task's reference test losses (text: unigram and bigram byte
     // models), for scale; set by train_run, not part of a resume state.
     std::optional<baseline_losses> baselines;
+    // The form training computed attention in at its sequence length
+    // (quadratic or chunked; attention.form auto chooses); "" when unknown
+    // (result.yaml written before the chunked form existed).
+    std::string attention_form;
 };
+
+// The form the attention of training batches is computed in: attention.form,
+// or what `auto` chooses at the training sequence length (attention/chunked.hpp).
+parallel_form training_attention_form(const run_config& cfg);
 
 // Records the evaluation at `step` (evaluations come in step order, the first
 // at step 0): it becomes the final one, and the best one when its validation

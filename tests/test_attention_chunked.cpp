@@ -1,0 +1,414 @@
+// The chunked form of attention (attention/chunked.hpp): gradient checks in
+// double for every numerator with a chunked form x every denominator, gates
+// on and off; equality with the quadratic form to 1e-9 in double (outputs
+// and every gradient) across chunk lengths; the same bits twice; a model
+// trained a few steps in both forms; the spec's refusals and config.yaml;
+// the cost model's choice. The variant lists come from the variant table.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "attnlab/attention/attention.hpp"
+#include "attnlab/attention/chunked.hpp"
+#include "attnlab/attention/recurrent.hpp"
+#include "attnlab/bench/seq_len_bench.hpp"
+#include "attnlab/model/buffer_plan.hpp"
+#include "attnlab/run/result_file.hpp"
+#include "attnlab/spec/spec.hpp"
+#include "attnlab/train/memory_estimate.hpp"
+#include "attnlab/train/trainer.hpp"
+#include "attnlab/util/error.hpp"
+#include "support/attention_check.hpp"
+#include "support/variant_cases.hpp"
+
+using namespace attnlab;
+using namespace attnlab::test;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+// Every numerator with a chunked form at orders 1..4, x every denominator.
+std::vector<attention_config> chunkable_variants() {
+    std::vector<attention_config> out;
+    for (const attention_config& a : every_variant(1, max_chunked_order))
+        if (has_chunked_form(a)) out.push_back(a);
+    return out;
+}
+
+// The same variant with both gates (the output gate unless the denominator has its own).
+attention_config gated(attention_config a) {
+    a.in_gate = true;
+    a.out_gate = !traits_of(a.denominator).has_output_gate;
+    return a;
+}
+
+attention_config in_form(attention_config a, parallel_form form, int chunk) {
+    a.form = form;
+    a.chunk = chunk;
+    return a;
+}
+
+// One forward and backward of the attention layer: its output and every gradient.
+template <class T>
+struct layer_run {
+    std::vector<T> out, dq, dk, dv, din, dout_gate, dparams;
+};
+
+struct layer_inputs {
+    int B, T, NH, HS;
+    vec q, k, v, g_in, g_out, params, dout;
+};
+
+layer_inputs random_inputs(int B, int T, int NH, int HS, int param_count, std::uint64_t seed) {
+    rng r(seed);
+    const std::size_t N = static_cast<std::size_t>(B) * T, C = static_cast<std::size_t>(NH) * HS;
+    layer_inputs in{B, T, NH, HS, {}, {}, {}, {}, {}, {}, {}};
+    in.q = random_vector(N * C, r, 0.7);
+    in.k = random_vector(N * C, r, 0.7);
+    in.v = random_vector(N * C, r);
+    in.dout = random_vector(N * C, r);
+    in.g_in.resize(N * NH);
+    in.g_out.resize(N * NH);
+    for (auto& g : in.g_in) g = 0.1 + 0.8 * r.uniform();
+    for (auto& g : in.g_out) g = 0.1 + 0.8 * r.uniform();
+    in.params.resize(param_count);
+    for (auto& p : in.params) p = 1.0 + 0.3 * r.normal();
+    return in;
+}
+
+template <class T>
+std::vector<T> cast(const vec& x) {
+    return std::vector<T>(x.begin(), x.end());
+}
+
+template <class T>
+layer_run<T> run_layer(const attention_config& cfg, const layer_inputs& x) {
+    const std::size_t N = static_cast<std::size_t>(x.B) * x.T, C = static_cast<std::size_t>(x.NH) * x.HS;
+    attention_layer<T> att(cfg, x.NH, x.HS);
+    attention_cache<T> cache;
+    att.init_cache(cache, x.B, x.T);
+    const std::vector<T> q = cast<T>(x.q), k = cast<T>(x.k), v = cast<T>(x.v), g_in = cast<T>(x.g_in),
+                         g_out = cast<T>(x.g_out), params = cast<T>(x.params), dout = cast<T>(x.dout);
+    attention_inputs<T> in;
+    in.q = q.data();
+    in.k = k.data();
+    in.v = v.data();
+    if (att.has_in_gate()) in.in_gate = g_in.data();
+    if (att.has_out_gate()) in.out_gate = g_out.data();
+    if (att.denominator_param_count()) in.denom_params = params.data();
+    layer_run<T> r;
+    r.out.assign(N * C, T(0));
+    r.dq = r.dk = r.dv = r.out;
+    r.din.assign(N * x.NH, T(0));
+    r.dout_gate = r.din;
+    r.dparams.assign(att.denominator_param_count(), T(0));
+    att.forward(r.out.data(), cache, in, x.B, x.T);
+    attention_grads<T> g;
+    g.dq = r.dq.data();
+    g.dk = r.dk.data();
+    g.dv = r.dv.data();
+    g.din_gate = r.din.data();
+    g.dout_gate = r.dout_gate.data();
+    g.ddenom_params = r.dparams.data();
+    att.backward(g, dout.data(), cache, in, x.B, x.T);
+    return r;
+}
+
+// max |a - b| relative to max(1, max |b|).
+double max_difference(const vec& a, const vec& b) {
+    REQUIRE(a.size() == b.size());
+    double diff = 0, scale = 1;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        diff = std::max(diff, std::abs(a[i] - b[i]));
+        scale = std::max(scale, std::abs(b[i]));
+    }
+    return diff / scale;
+}
+
+void check_same_as_quadratic(const attention_config& a, const layer_inputs& x, int chunk) {
+    const attention_config quadratic = in_form(a, parallel_form::quadratic, chunk);
+    const attention_config chunked = in_form(a, parallel_form::chunked, chunk);
+    REQUIRE(choose_form(chunked, x.T, x.HS) == parallel_form::chunked);
+    const layer_run<double> want = run_layer<double>(quadratic, x), got = run_layer<double>(chunked, x);
+    INFO(describe(a) << ", T " << x.T << ", chunk " << chunk);
+    CHECK(max_difference(got.out, want.out) <= 1e-9);
+    CHECK(max_difference(got.dq, want.dq) <= 1e-9);
+    CHECK(max_difference(got.dk, want.dk) <= 1e-9);
+    CHECK(max_difference(got.dv, want.dv) <= 1e-9);
+    CHECK(max_difference(got.din, want.din) <= 1e-9);
+    CHECK(max_difference(got.dout_gate, want.dout_gate) <= 1e-9);
+    CHECK(max_difference(got.dparams, want.dparams) <= 1e-9);
+}
+
+}  // namespace
+
+TEST_CASE("chunked form: the variants that have one, from the variant table", "[attention][chunked]") {
+    for (const attention_config& a : every_variant(1, 6)) {
+        INFO(describe(a));
+        const bool expected = has_finite_state(a) && (!is_score_kernel(a.numerator) || a.order <= max_chunked_order);
+        CHECK(has_chunked_form(a) == expected);
+        CHECK(chunked_feature_size(a, 5) == (expected ? feature_size(a, 5, state_layout::symmetric) : 0));
+    }
+    attention_config clamped = variant_config(numerator_kind::taylor, denominator_kind::softmax, 2);
+    clamped.clamp = 3.0;
+    CHECK_THAT(chunked_form_refusal(clamped), Contains("clamped taylor has none"));
+    // The layer refuses the chunked form it cannot compute.
+    CHECK_THROWS_WITH(attention_layer<double>(in_form(clamped, parallel_form::chunked, 4), 1, 2),
+                      Contains("finite state"));
+}
+
+TEST_CASE("Taylor features, symmetric layout: the backward is the Jacobian's transpose", "[attention][chunked][grad]") {
+    const int d = 4;
+    for (int m = 1; m <= max_chunked_order; ++m) {
+        INFO("order " << m);
+        const std::size_t F = taylor_term_size(d, m, state_layout::symmetric);
+        rng r(m);
+        vec x = random_vector(d, r), R = random_vector(F, r), phi(F);
+        auto loss = [&] {
+            taylor_term_symmetric(phi.data(), x.data(), d, m);
+            return dot(phi, R);
+        };
+        vec dx(d, 0.0);
+        taylor_term_symmetric_backward(dx.data(), R.data(), x.data(), d, m);
+        CHECK(relative_error(dx, numeric_gradient(x, loss)) <= gradcheck_bound);
+    }
+}
+
+TEST_CASE("chunked form gradients: every numerator with a state (orders 1 to 4) x denominator, gates off and on",
+          "[attention][chunked][grad]") {
+    for (const attention_config& base : chunkable_variants())
+        for (const attention_config& a : {base, gated(base)}) {
+            // The quadratic form's check's sizes and inputs (T 5), in chunks 2, 2, 1.
+            INFO(describe(a) << ", chunked, T 5, chunk 2");
+            check_attention_layer(in_form(a, parallel_form::chunked, 2));
+        }
+}
+
+TEST_CASE("chunked = quadratic to 1e-9 in double: outputs and every gradient, chunk 1, uneven, = T, > T",
+          "[attention][chunked]") {
+    for (const attention_config& base : chunkable_variants())
+        for (const attention_config& a : {base, gated(base)}) {
+            const int P = traits_of(a.denominator).out_norm_params * 3;
+            const layer_inputs x = random_inputs(2, 11, 2, 3, P, 17);
+            for (int chunk : {1, 3, 4, 11, 16}) check_same_as_quadratic(a, x, chunk);
+        }
+}
+
+TEST_CASE("chunked = quadratic across the quadratic form's row blocks and chunks longer than them",
+          "[attention][chunked]") {
+    const int T = 2 * attention_scratch<double>::block_rows + 5;
+    for (const attention_config& base : each_numerator_with_a_denominator(2)) {
+        if (!has_chunked_form(base)) continue;
+        const attention_config a = gated(base);
+        const layer_inputs x = random_inputs(1, T, 2, 4, traits_of(a.denominator).out_norm_params * 4, 5);
+        for (int chunk : {50, 64, 100}) check_same_as_quadratic(a, x, chunk);
+    }
+}
+
+TEST_CASE("chunked form: the same bits twice with the same threads", "[attention][chunked]") {
+    attention_config a = gated(variant_config(numerator_kind::taylor, denominator_kind::softmax, 2));
+    a = in_form(a, parallel_form::chunked, 32);
+    const layer_inputs x = random_inputs(4, 150, 2, 8, 0, 9);
+    const layer_run<float> first = run_layer<float>(a, x), second = run_layer<float>(a, x);
+    auto same_bits = [](const std::vector<float>& u, const std::vector<float>& w) {
+        return u.size() == w.size() && std::memcmp(u.data(), w.data(), u.size() * sizeof(float)) == 0;
+    };
+    CHECK(same_bits(first.out, second.out));
+    CHECK(same_bits(first.dq, second.dq));
+    CHECK(same_bits(first.dk, second.dk));
+    CHECK(same_bits(first.dv, second.dv));
+    CHECK(same_bits(first.din, second.din));
+    CHECK(same_bits(first.dout_gate, second.dout_gate));
+}
+
+TEST_CASE("a model trained a few steps in the chunked and the quadratic form: the same losses in float",
+          "[attention][chunked][model]") {
+    run_config c;
+    c.seed = 4;
+    c.task.kind = task_kind::lookup;
+    c.task.vocab = 40;
+    c.task.seq_len = 36;
+    c.task.pairs = 4;
+    c.task.test_examples = 16;
+    c.model.layers = 2;
+    c.model.d_model = 16;
+    c.model.heads = 2;
+    c.train.steps = 6;
+    c.train.batch = 4;
+    c.train.warmup = 1;
+    c.train.eval_every = 3;
+    std::vector<attention_config> cases = {variant_config(numerator_kind::elu1, denominator_kind::softmax),
+                                           variant_config(numerator_kind::taylor, denominator_kind::norm, 2),
+                                           variant_config(numerator_kind::power, denominator_kind::rmsnorm, 2)};
+    cases[0].in_gate = true;
+    for (const attention_config& a : cases) {
+        INFO(describe(a));
+        auto losses = [&](parallel_form form) {
+            run_config rc = c;
+            rc.attention = in_form(a, form, 8);  // 36 positions: 4 chunks and a partial one
+            std::vector<double> out;
+            train_callbacks cb;
+            cb.on_row = [&](const metrics_row& r) { out.push_back(r.m.loss); };
+            const run_result res = train_run(rc, cb);
+            CHECK(res.attention_form == to_string(form));
+            return out;
+        };
+        const std::vector<double> quadratic = losses(parallel_form::quadratic),
+                                  chunked = losses(parallel_form::chunked);
+        REQUIRE(quadratic.size() == chunked.size());
+        REQUIRE(quadratic.size() >= 8);
+        for (std::size_t i = 0; i < quadratic.size(); ++i) CHECK(std::abs(chunked[i] - quadratic[i]) <= 1e-5);
+    }
+}
+
+TEST_CASE("cost model: auto picks quadratic for short sequences and chunked for long ones", "[attention][chunked]") {
+    const attention_config elu1 = variant_config(numerator_kind::elu1, denominator_kind::softmax);
+    const attention_config exp = variant_config(numerator_kind::exp, denominator_kind::softmax);
+    const attention_config taylor2 = variant_config(numerator_kind::taylor, denominator_kind::softmax, 2);
+    CHECK(choose_form(elu1, 16, 32) == parallel_form::quadratic);
+    CHECK(choose_form(elu1, 4096, 32) == parallel_form::chunked);
+    CHECK(choose_form(exp, 4096, 32) == parallel_form::quadratic);  // no chunked form
+    CHECK(choose_form(in_form(elu1, parallel_form::quadratic, 64), 4096, 32) == parallel_form::quadratic);
+    // The crossover of taylor 2 (561 features at HS 32) lies above elu1's (32 features).
+    int elu1_from = 0, taylor2_from = 0;
+    for (int T = 1; T <= 8192 && !taylor2_from; T *= 2) {
+        if (!elu1_from && choose_form(elu1, T, 32) == parallel_form::chunked) elu1_from = T;
+        if (choose_form(taylor2, T, 32) == parallel_form::chunked) taylor2_from = T;
+    }
+    CHECK(elu1_from > 0);
+    CHECK(taylor2_from > elu1_from);
+    // Chunked scratch is planned only where it is used: the (Cn, F) and (F, HS) buffers.
+    const attention_scratch_size shorter = attention_scratch_size_of(taylor2, 16, 32);
+    const attention_scratch_size longer = attention_scratch_size_of(taylor2, 8192, 32);
+    CHECK(shorter.state == 0);
+    CHECK(longer.chunk_features == 64 * feature_size(taylor2, 32, state_layout::symmetric));
+    CHECK(longer.state == feature_size(taylor2, 32, state_layout::symmetric) * 32);
+}
+
+namespace {
+const std::string chunked_spec =
+    "name: t\n"  // 1
+    "base:\n"    // 2
+    "  task: {kind: lookup, vocab: 64, seq_len: 32, pairs: 4}\n"
+    "  model: {layers: 1, d_model: 16, heads: 2}\n"
+    "  attention:\n"           // 5
+    "    numerator: taylor\n"  // 6
+    "    order: 2\n"           // 7
+    "    denominator: norm\n"  // 8
+    "    form: chunked\n"      // 9
+    "  train: {steps: 10, lr: 0.01, warmup: 1}\n";
+
+std::string error_of(const std::string& yaml) {
+    try {
+        parse_spec(yaml, "spec.yaml", {});
+    } catch (const config_error& e) {
+        return e.what();
+    }
+    FAIL("no config_error for:\n" << yaml);
+    return {};
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+    const auto at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    return text.replace(at, from.size(), to);
+}
+}  // namespace
+
+TEST_CASE("spec: attention.form chunked is refused without a finite state or above order 4", "[spec][chunked]") {
+    CHECK_NOTHROW(parse_spec(chunked_spec, "spec.yaml", {}));
+    CHECK_THAT(error_of(replaced(chunked_spec, "    numerator: taylor\n    order: 2\n", "    numerator: exp\n\n")),
+               StartsWith("spec.yaml:9: base.attention.form: chunked form needs a finite state, and exp has none"));
+    CHECK_THAT(error_of(replaced(chunked_spec, "    order: 2\n", "    order: 5\n")),
+               StartsWith("spec.yaml:9: base.attention.form: chunked form takes Taylor orders up to 4"));
+    CHECK_THAT(error_of(replaced(chunked_spec, "    order: 2\n", "    order: 2\n    clamp: 5\n")),
+               Contains("base.attention.form: chunked form needs a finite state, and a clamped taylor"));
+    CHECK_THAT(error_of(replaced(chunked_spec, "    form: chunked\n", "    form: chunky\n")),
+               Contains("did you mean 'chunked'"));
+    CHECK_THAT(error_of(replaced(chunked_spec, "    form: chunked\n", "    form: chunked\n    chunk: 0\n")),
+               StartsWith("spec.yaml:10: base.attention.chunk:"));
+    // auto and quadratic are taken for every variant.
+    CHECK_NOTHROW(parse_spec(replaced(chunked_spec, "form: chunked", "form: auto"), "spec.yaml", {}));
+    CHECK_NOTHROW(parse_spec(
+        replaced(replaced(chunked_spec, "order: 2", "order: 9"), "form: chunked", "form: quadratic"), "spec.yaml", {}));
+}
+
+TEST_CASE("config.yaml: attention.form and chunk only when not the defaults", "[spec][chunked]") {
+    const std::string defaults = replaced(chunked_spec, "    form: chunked\n", "");
+    const std::string plain = run_config_to_yaml(parse_spec(defaults, "spec.yaml", {}).runs.at(0).config);
+    CHECK(plain.find("form") == std::string::npos);
+    CHECK(plain.find("chunk") == std::string::npos);
+    const std::string set = run_config_to_yaml(
+        parse_spec(replaced(chunked_spec, "form: chunked\n", "form: chunked\n    chunk: 32\n"), "spec.yaml", {})
+            .runs.at(0)
+            .config);
+    CHECK_THAT(set, Contains("  form: chunked\n  chunk: 32\n"));
+    const run_config back = run_config_from_yaml(set, "config.yaml");
+    CHECK(back.attention.form == parallel_form::chunked);
+    CHECK(back.attention.chunk == 32);
+}
+
+TEST_CASE("result.yaml: attention_form written, read, and absent in older files", "[chunked][outputs]") {
+    run_result r;
+    r.attention_form = "chunked";
+    const std::string text = run_result_to_yaml(r);
+    CHECK_THAT(text, Contains("attention_form: chunked\n"));
+    r.attention_form.clear();
+    CHECK(run_result_to_yaml(r).find("attention_form") == std::string::npos);
+}
+
+TEST_CASE("memory estimate: the chunked form's per-thread scratch, counted by hand", "[memory_estimate][chunked]") {
+    run_config c;
+    c.task.kind = task_kind::lookup;
+    c.task.vocab = 16;
+    c.task.seq_len = 8;
+    c.task.pairs = 2;
+    c.task.test_examples = 16;
+    c.model.layers = 1;
+    c.model.d_model = 16;
+    c.model.heads = 2;  // HS 8
+    c.train.batch = 4;
+    c.attention =
+        in_form(variant_config(numerator_kind::taylor, denominator_kind::softmax, 2), parallel_form::quadratic, 4);
+    const memory_estimate quadratic = estimate_training_memory(c, 1);
+    c.attention.form = parallel_form::chunked;
+    const memory_estimate chunked = estimate_training_memory(c, 1);
+    // F = 1 + 8 + 36 Taylor features; Pq Pk dP 3 x (4, F), state and its gradient 2 x (F, 8), sums 2 x F;
+    // the (64, T) score block is larger than a (4, 4) chunk's.
+    const std::size_t F = 45;
+    CHECK(chunked.per_thread - quadratic.per_thread == (3 * 4 * F + 2 * F * 8 + 2 * F) * 4);
+    CHECK(chunked.attention == quadratic.attention);  // no state kept for the backward
+}
+
+TEST_CASE("bench --seq-lens: the crossover length interpolates where chunked meets quadratic", "[bench][chunked]") {
+    auto point = [](const std::string& variant, parallel_form form, int T, double ms) {
+        seq_len_point p;
+        p.variant = variant;
+        p.form = form;
+        p.T = T;
+        p.ms_per_1k = {ms};
+        return p;
+    };
+    std::vector<seq_len_point> points;
+    const double quadratic[] = {1, 2, 4, 8};  // doubles with T: meets chunked's 3 at T = 512 * 3 / 2
+    for (int i = 0; i < 4; ++i) {
+        const int T = 256 << i;
+        points.push_back(point("a", parallel_form::quadratic, T, quadratic[i]));
+        points.push_back(point("a", parallel_form::chunked, T, 3));
+        points.push_back(point("fast", parallel_form::quadratic, T, quadratic[i]));
+        points.push_back(point("fast", parallel_form::chunked, T, 0.5));
+        points.push_back(point("slow", parallel_form::quadratic, T, quadratic[i]));
+        points.push_back(point("slow", parallel_form::chunked, T, 100));
+    }
+    CHECK(crossover_length(points, "a") == Approx(768));
+    CHECK(crossover_length(points, "fast") == 0);
+    CHECK(crossover_length(points, "slow") == -1);
+    const std::string csv = seq_len_bench_csv(points);
+    CHECK_THAT(csv, StartsWith("variant,form,seq_len,batch,ms_per_1k_tokens,min,max,repeats,auto_form\n"));
+    CHECK_THAT(csv, Contains("\na,chunked,512,0,3,3,3,1,quadratic\n"));
+}
