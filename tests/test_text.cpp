@@ -453,6 +453,8 @@ TEST_CASE("text: outputs leave seq_acc empty and report bits per byte and the ba
     CHECK_THAT(table, Contains("| bits_per_byte |"));
     CHECK_THAT(table, Contains(" |  |  | "));  // seq_acc and seq_acc by seed
     CHECK_THAT(table, !Contains("nan"));
+    CHECK_THAT(table, Contains(" | 0 | – | "));  // runs, diverged, then no "solved" count for a language model
+    CHECK_THAT(table, Contains("(s0: "));        // each seed's bits per byte
 }
 
 TEST_CASE("text: the memory estimate holds the file and only the evaluation windows that fit", "[text]") {

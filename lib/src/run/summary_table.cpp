@@ -69,6 +69,20 @@ std::string by_seed(const std::vector<summary_entry>& entries, const std::vector
     return out;
 }
 
+// "s0: 2.065, s1: 2.071": each seed's final test loss in bits per byte.
+std::string bits_by_seed(const std::vector<summary_entry>& entries, const std::vector<std::size_t>& members) {
+    std::string out;
+    for (std::size_t i : members) {
+        const summary_entry& e = entries[i];
+        if (!out.empty()) out += ", ";
+        out += 's';
+        out += std::to_string(e.point->config.seed);
+        out += ": ";
+        out += e.result.status == run_status::ok ? fmt(bits(e.result.final_test.loss)) : "diverged";
+    }
+    return out;
+}
+
 // The metric cells of a group of runs (see metric_header; bits_header too
 // when `bits_column`), with a leading space and "|" after each. Where the
 // sequence accuracy does not apply (text) its cells are empty, as is the
@@ -94,7 +108,12 @@ std::string metric_cells(const std::vector<summary_entry>& entries, const std::v
         solved += r.final_test.token_acc >= solved_token_acc;
     }
     std::ostringstream s;
-    s << " " << members.size() << " | " << diverged << " | " << solved << "/" << members.size() << " | ";
+    s << " " << members.size() << " | " << diverged << " | ";
+    // "solved" (token accuracy >= 0.99) means nothing for a language model.
+    if (per_byte)
+        s << "– | ";
+    else
+        s << solved << "/" << members.size() << " | ";
     std::string seq_cells = " | ";  // text: two empty cells
     if (seq_applies) {
         seq_cells = tok.empty() ? std::string("–") : fmt(stats(seq));
@@ -104,7 +123,12 @@ std::string metric_cells(const std::vector<summary_entry>& entries, const std::v
     std::string bits_cell;
     if (bits_column) {
         bits_cell = " ";
-        if (per_byte) bits_cell += tok.empty() ? std::string("–") : fmt(stats(loss_bits));
+        if (per_byte) {
+            bits_cell += tok.empty() ? std::string("–") : fmt(stats(loss_bits));
+            bits_cell += " (";
+            bits_cell += bits_by_seed(entries, members);
+            bits_cell += ")";
+        }
         bits_cell += " |";
     }
     if (tok.empty())
@@ -169,8 +193,8 @@ std::string summary_table_md(const experiment_spec& spec, const std::vector<summ
          "unsolved and are left out of the means.\n\n";
     const bool bits_column = any_text(entries);
     if (bits_column)
-        s << "Text runs: loss and val_loss in nats per byte, bits_per_byte = test loss / ln 2; seq_acc does not "
-             "apply (empty).\n\n"
+        s << "Text runs: loss and val_loss in nats per byte, bits_per_byte = test loss / ln 2 (mean ± std, then each "
+             "seed's value); seq_acc and solved do not apply (empty, –).\n\n"
           << baselines_text(entries);
 
     const lr_selection lr = select_learning_rates(spec, entries);
