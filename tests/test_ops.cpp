@@ -3,7 +3,10 @@
 // gradient), and hand-computed tiny cases.
 #include <catch2/catch.hpp>
 
+#include <omp.h>
+
 #include <cmath>
+#include <utility>
 
 #include "attnlab/ops/ops.hpp"
 #include "attnlab/ops/vector_math.hpp"
@@ -76,6 +79,61 @@ TEST_CASE("swiglu: gradients of gate and up", "[ops][grad]") {
                },
                static_cast<size_t>(N * F)};
     c.run();
+}
+
+TEST_CASE("swiglu with gate and up side by side: gradients, and values from the definition", "[ops][grad]") {
+    const int N = 3, F = 4;
+    rng r(12);
+    vec gate_up = random_vector(N * 2 * F, r, 2.0);  // rows [gate | up]
+    op_check c{
+        {&gate_up},
+        [&](vec& out) { swiglu_fused_forward(out.data(), gate_up.data(), N, F); },
+        [&](std::vector<vec>& g, const vec& d) { swiglu_fused_backward(g[0].data(), d.data(), gate_up.data(), N, F); },
+        static_cast<size_t>(N * F)};
+    c.run();
+    vec out(N * F);
+    swiglu_fused_forward(out.data(), gate_up.data(), N, F);
+    for (int n = 0; n < N; ++n)
+        for (int f = 0; f < F; ++f) {
+            const double g = gate_up[n * 2 * F + f], u = gate_up[n * 2 * F + F + f];
+            CHECK(out[n * F + f] == Approx(g / (1 + std::exp(-g)) * u).epsilon(1e-14));
+        }
+}
+
+TEST_CASE("linear_forward_add adds the product to what the output holds", "[ops]") {
+    const int N = 4, C = 3, OC = 5;
+    rng r(13);
+    const vec x = random_vector(N * C, r), w = random_vector(OC * C, r), before = random_vector(N * OC, r);
+    vec out = before;
+    linear_forward_add(out.data(), x.data(), w.data(), N, C, OC);
+    for (int n = 0; n < N; ++n)
+        for (int o = 0; o < OC; ++o) {
+            double want = before[n * OC + o];
+            for (int i = 0; i < C; ++i) want += x[n * C + i] * w[o * C + i];
+            CHECK(out[n * OC + o] == Approx(want).epsilon(1e-14));
+        }
+}
+
+TEST_CASE("rmsnorm backward: the one-pass serial form equals the threaded one", "[ops]") {
+    // Large enough for the row loop to go parallel outside the model's threads.
+    const int N = 1000, C = 64;
+    rng r(14);
+    const vec x = random_vector(N * C, r), w = random_vector(C, r), dy = random_vector(N * C, r);
+    vec out(N * C), rstd(N);
+    rmsnorm_forward(out.data(), rstd.data(), x.data(), w.data(), N, C, 1e-6);
+    const int saved = omp_get_max_threads();
+    auto grads = [&](int threads) {
+        omp_set_num_threads(threads);
+        vec dx(N * C, 0.5), dw(C, -0.25);  // accumulates onto what is there
+        rmsnorm_backward(dx.data(), dw.data(), dy.data(), x.data(), rstd.data(), w.data(), N, C);
+        return std::make_pair(dx, dw);
+    };
+    const auto [dx1, dw1] = grads(1);
+    const auto [dx2, dw2] = grads(2);
+    omp_set_num_threads(saved);
+    CHECK(relative_error(dx1, dx2) <= 1e-15);
+    CHECK(relative_error(dw1, dw2) <= 1e-15);
+    CHECK(norm(dw1) > 0);
 }
 
 TEST_CASE("gelu: gradient of the input", "[ops][grad]") {

@@ -61,21 +61,33 @@ void swiglu_rows(double* out, const double* gate, const double* up, long n) {
 }
 
 // silu(g) = g s(g); silu'(g) = s(g) (1 + g (1 - s(g))).
-ATTNLAB_CLONES void swiglu_rows_backward(float* dgate, float* dup, const float* dout, const float* gate,
-                                         const float* up, long n) {
+namespace {
+template <bool Overwrite>
+inline void swiglu_grad_loop(float* dgate, float* dup, const float* dout, const float* gate, const float* up, long n) {
     for (long i = 0; i < n; ++i) {
         const float g = gate[i], s = 1.0f / (1.0f + exp_poly(-g));
-        dup[i] += dout[i] * g * s;
-        dgate[i] += dout[i] * up[i] * s * (1.0f + g * (1.0f - s));
+        const float du = dout[i] * g * s, dg = dout[i] * up[i] * s * (1.0f + g * (1.0f - s));
+        dup[i] = Overwrite ? du : dup[i] + du;  // overwrite never reads what the buffer held
+        dgate[i] = Overwrite ? dg : dgate[i] + dg;
     }
 }
+}  // namespace
 
-void swiglu_rows_backward(double* dgate, double* dup, const double* dout, const double* gate, const double* up,
-                          long n) {
+ATTNLAB_CLONES void swiglu_rows_backward(float* dgate, float* dup, const float* dout, const float* gate,
+                                         const float* up, long n, bool overwrite) {
+    if (overwrite)
+        swiglu_grad_loop<true>(dgate, dup, dout, gate, up, n);
+    else
+        swiglu_grad_loop<false>(dgate, dup, dout, gate, up, n);
+}
+
+void swiglu_rows_backward(double* dgate, double* dup, const double* dout, const double* gate, const double* up, long n,
+                          bool overwrite) {
     for (long i = 0; i < n; ++i) {
         const double g = gate[i], s = 1.0 / (1.0 + std::exp(-g));
-        dup[i] += dout[i] * g * s;
-        dgate[i] += dout[i] * up[i] * s * (1.0 + g * (1.0 - s));
+        const double du = dout[i] * g * s, dg = dout[i] * up[i] * s * (1.0 + g * (1.0 - s));
+        dup[i] = overwrite ? du : dup[i] + du;
+        dgate[i] = overwrite ? dg : dgate[i] + dg;
     }
 }
 

@@ -11,10 +11,13 @@ namespace attnlab {
 void exp_shifted(float* out, const float* in, long n, float shift);
 void exp_shifted(double* out, const double* in, long n, double shift);
 
-// SwiGLU: out = silu(gate) * up;  backward: dgate += dout up silu'(gate), dup += dout silu(gate).
+// SwiGLU: out = silu(gate) * up;  backward: dgate += dout up silu'(gate), dup += dout silu(gate)
+// (= instead of += with overwrite).
 void swiglu_rows(float* out, const float* gate, const float* up, long n);
 void swiglu_rows(double* out, const double* gate, const double* up, long n);
-void swiglu_rows_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up, long n);
-void swiglu_rows_backward(double* dgate, double* dup, const double* dout, const double* gate, const double* up, long n);
+void swiglu_rows_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up, long n,
+                          bool overwrite = false);
+void swiglu_rows_backward(double* dgate, double* dup, const double* dout, const double* gate, const double* up, long n,
+                          bool overwrite = false);
 
 }  // namespace attnlab
