@@ -7,8 +7,6 @@
 #include <limits>
 #include <type_traits>
 
-#include <omp.h>
-
 #include "attnlab/ops/vector_math.hpp"
 #include "attnlab/util/shapes.hpp"
 
@@ -99,60 +97,24 @@ void embedding_backward(T* dwte, T* dwpe, const T* dout, const std::int32_t* tok
 
 template <class T>
 void rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight, int N, int C, T eps) {
+    // Chunks of rows through vector_math's rmsnorm_rows (the CPU's vectors).
+    constexpr int rows_per_chunk = 64;
+    const int chunks = (N + rows_per_chunk - 1) / rows_per_chunk;
 #pragma omp parallel for if (static_cast <long>(N) * C > parallel_threshold)
-    for (int n = 0; n < N; ++n) {
-        const T* x = inp + static_cast<long>(n) * C;
-        T ss = 0;
-        for (int c = 0; c < C; ++c) ss += x[c] * x[c];
-        const T r = T(1) / std::sqrt(ss / C + eps);
-        rstd[n] = r;
-        T* o = out + static_cast<long>(n) * C;
-        for (int c = 0; c < C; ++c) o[c] = x[c] * r * weight[c];
+    for (int ch = 0; ch < chunks; ++ch) {
+        const long n0 = static_cast<long>(ch) * rows_per_chunk;
+        const long rows = std::min<long>(rows_per_chunk, N - n0);
+        rmsnorm_rows(out + n0 * C, rstd + n0, inp + n0 * C, weight, rows, C, eps);
     }
 }
 
 // y_c = x_c r w_c, r = (mean(x^2) + eps)^(-1/2), dr/dx_c = -r^3 x_c / C.
 // dx_c = r w_c dy_c - (r^3 / C) x_c sum_k(dy_k w_k x_k);  dw_c = sum_n dy_c x_c r.
+// Serial, one pass: each row's x and dy are read once for dx and dw, and dw
+// sums the rows in order (the model runs it inside its data-parallel threads).
 template <class T>
 void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* rstd, const T* weight, int N, int C) {
-    // Parallel over rows only outside the model's data-parallel region (omp_in_parallel).
-    const bool parallel =
-        static_cast<long>(N) * C > parallel_threshold && !omp_in_parallel() && omp_get_max_threads() > 1;
-    if (!parallel) {
-        // One pass: each row's x and dy are read once for dx and dw (rows in order, as below).
-        for (int n = 0; n < N; ++n) {
-            const T* x = inp + static_cast<long>(n) * C;
-            const T* dy = dout + static_cast<long>(n) * C;
-            T* dx = dinp + static_cast<long>(n) * C;
-            const T r = rstd[n];
-            T dot = 0;
-            for (int c = 0; c < C; ++c) dot += dy[c] * weight[c] * x[c];
-            const T k = r * r * r * dot / C;
-            for (int c = 0; c < C; ++c) {
-                dx[c] += r * weight[c] * dy[c] - k * x[c];
-                dweight[c] += dy[c] * x[c] * r;
-            }
-        }
-        return;
-    }
-#pragma omp parallel for
-    for (int n = 0; n < N; ++n) {
-        const T* x = inp + static_cast<long>(n) * C;
-        const T* dy = dout + static_cast<long>(n) * C;
-        T* dx = dinp + static_cast<long>(n) * C;
-        const T r = rstd[n];
-        T dot = 0;
-        for (int c = 0; c < C; ++c) dot += dy[c] * weight[c] * x[c];
-        const T k = r * r * r * dot / C;
-        for (int c = 0; c < C; ++c) dx[c] += r * weight[c] * dy[c] - k * x[c];
-    }
-    // Parameter gradient: a column reduction, kept serial for determinism.
-    for (int n = 0; n < N; ++n) {
-        const T* x = inp + static_cast<long>(n) * C;
-        const T* dy = dout + static_cast<long>(n) * C;
-        const T r = rstd[n];
-        for (int c = 0; c < C; ++c) dweight[c] += dy[c] * x[c] * r;
-    }
+    rmsnorm_rows_backward(dinp, dweight, dout, inp, rstd, weight, N, C);
 }
 
 template <class T>

@@ -91,4 +91,80 @@ void swiglu_rows_backward(double* dgate, double* dup, const double* dout, const 
     }
 }
 
+namespace {
+// sum_i a_i b_i c_i (c may be null: sum_i a_i b_i) in 16 interleaved partial sums.
+inline float sum_products(const float* a, const float* b, const float* c, int n) {
+    constexpr int lanes = 16;
+    float part[lanes] = {};
+    int i = 0;
+    if (c) {
+        for (; i + lanes <= n; i += lanes)
+            for (int j = 0; j < lanes; ++j) part[j] += a[i + j] * b[i + j] * c[i + j];
+    } else {
+        for (; i + lanes <= n; i += lanes)
+            for (int j = 0; j < lanes; ++j) part[j] += a[i + j] * b[i + j];
+    }
+    float s = 0;
+    for (int j = 0; j < lanes; ++j) s += part[j];
+    for (; i < n; ++i) s += a[i] * b[i] * (c ? c[i] : 1.0f);
+    return s;
+}
+}  // namespace
+
+ATTNLAB_CLONES void rmsnorm_rows(float* out, float* rstd, const float* inp, const float* weight, long N, int C,
+                                 float eps) {
+    for (long n = 0; n < N; ++n) {
+        const float* x = inp + n * C;
+        const float r = 1.0f / std::sqrt(sum_products(x, x, nullptr, C) / C + eps);
+        rstd[n] = r;
+        float* o = out + n * C;
+        for (int c = 0; c < C; ++c) o[c] = x[c] * r * weight[c];
+    }
+}
+
+void rmsnorm_rows(double* out, double* rstd, const double* inp, const double* weight, long N, int C, double eps) {
+    for (long n = 0; n < N; ++n) {
+        const double* x = inp + n * C;
+        double ss = 0;
+        for (int c = 0; c < C; ++c) ss += x[c] * x[c];
+        const double r = 1.0 / std::sqrt(ss / C + eps);
+        rstd[n] = r;
+        double* o = out + n * C;
+        for (int c = 0; c < C; ++c) o[c] = x[c] * r * weight[c];
+    }
+}
+
+// dx_c += r w_c dy_c - (r^3 / C) x_c sum_k(dy_k w_k x_k);  dw_c += dy_c x_c r (rows in order).
+ATTNLAB_CLONES void rmsnorm_rows_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                                          const float* rstd, const float* weight, long N, int C) {
+    for (long n = 0; n < N; ++n) {
+        const float* x = inp + n * C;
+        const float* dy = dout + n * C;
+        float* dx = dinp + n * C;
+        const float r = rstd[n];
+        const float k = r * r * r * sum_products(dy, weight, x, C) / C;
+        for (int c = 0; c < C; ++c) {
+            dx[c] += r * weight[c] * dy[c] - k * x[c];
+            dweight[c] += dy[c] * x[c] * r;
+        }
+    }
+}
+
+void rmsnorm_rows_backward(double* dinp, double* dweight, const double* dout, const double* inp, const double* rstd,
+                           const double* weight, long N, int C) {
+    for (long n = 0; n < N; ++n) {
+        const double* x = inp + n * C;
+        const double* dy = dout + n * C;
+        double* dx = dinp + n * C;
+        const double r = rstd[n];
+        double dot = 0;
+        for (int c = 0; c < C; ++c) dot += dy[c] * weight[c] * x[c];
+        const double k = r * r * r * dot / C;
+        for (int c = 0; c < C; ++c) {
+            dx[c] += r * weight[c] * dy[c] - k * x[c];
+            dweight[c] += dy[c] * x[c] * r;
+        }
+    }
+}
+
 }  // namespace attnlab
