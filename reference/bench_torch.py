@@ -24,10 +24,11 @@ would write it in torch 1.13 (which has no scaled_dot_product_attention):
   - gradients are set to None (no zeroing), clipping uses the foreach norm
     and scale, AdamW runs with foreach=True (torch 1.13 has no fused CPU
     AdamW);
-  - torch.set_num_threads(threads) and OpenBLAS (torch's BLAS on Debian)
-    with the same thread count, set at run time: `bench train` starts this
-    script with OPENBLAS_NUM_THREADS=1, which would leave torch's products
-    on one core.
+  - torch.set_num_threads(threads); OpenBLAS (torch's BLAS on Debian) with
+    the same thread count or with one, whichever runs two warm-up steps
+    faster (set at run time: `bench train` starts this script with
+    OPENBLAS_NUM_THREADS=1). OpenBLAS's threads help the products, but
+    compete with torch's own spinning OpenMP threads on a small machine.
 --check compares the loss and every gradient with the Reference in float64
 (the same parameters and batch) and exits 1 on a relative error over 1e-9.
 Prints one JSON line: {"threads": N, "blas_threads": M, "tokens_per_s": [one
@@ -69,6 +70,21 @@ def read_batch(path: str) -> tuple[torch.Tensor, torch.Tensor]:
     tokens = torch.from_numpy(arr[:B * T].astype(np.int64).reshape(B, T))
     targets = torch.from_numpy(arr[B * T:].astype(np.int64).reshape(B, T))
     return tokens, targets
+
+
+def pick_blas_threads(step, threads: int) -> int | None:
+    """OpenBLAS with torch's thread count or with one, whichever runs two steps faster (after one more)."""
+    if threads == 1 or set_blas_threads(threads) is None:
+        return set_blas_threads(1)
+    timed = []
+    for n in (threads, 1):
+        set_blas_threads(n)
+        step()
+        t0 = time.perf_counter()
+        step()
+        step()
+        timed.append((time.perf_counter() - t0, n))
+    return set_blas_threads(min(timed)[1])
 
 
 def set_blas_threads(n: int) -> int | None:
@@ -276,7 +292,6 @@ def main() -> int:
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)
-    blas_threads = set_blas_threads(args.threads)
     c = json.loads(args.config)
     att = {"numerator": c["numerator"], "denominator": c["denominator"], "eps": c.get("eps", 1e-6)}
     if c["numerator"] == "taylor" or c["numerator"] == "power":
@@ -309,6 +324,7 @@ def main() -> int:
         opt.step()
         return float(loss)
 
+    blas_threads = pick_blas_threads(step, args.threads)
     for _ in range(args.warmup):
         step()
     B, T = tokens.shape
