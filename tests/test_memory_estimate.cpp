@@ -82,17 +82,17 @@ TEST_CASE("memory estimate: every term equals a hand count for a small config", 
     CHECK(P == 3888);
     CHECK(e.params == P * 4);
     // x_ 2 x 512; layer: ln1 512 + rstd1 32, q k v 1536, att mid 1024,
-    // ln2 512 + rstd2 32, fc_up act 3072, fc_gate 1536; lnf 512 + 32; lnf_ans 512;
+    // ln2 512 + rstd2 32, fc_gate_up (gate and up side by side) 3072, act 1536; lnf 512 + 32; lnf_ans 512;
     // logits probs 2 x 32x16; losses 32 (floats) + ans_rows, ans_tgt, ans_pred 3 x 32 (int32)
     const std::size_t layer = 544 + 1536 + 1024 + 544 + 3072 + 1536;
     CHECK(e.activations == (1024 + layer + 544 + 512 + 1024 + 32) * 4 + 3 * 32 * 4);
     // 8 (b, h) pairs: wsum 8x8, numer 8x8x8, min_abs 8 floats; nonpositive 8 longs
     CHECK(e.attention == (64 + 512 + 8) * 4 + 8 * sizeof(long));
-    // dres dln dq dk dv datt 6 x 512, dq_raw dk_raw 1024, dfc_* 3 x 1536, dg_* 3 x 64,
+    // dres dln dq dk dv datt 6 x 512, dqkv 3 x 512, dfc_gate_up 2 x 1536 and dact 1536, dg_* 3 x 64,
     // dlnf_ans 512, dlogits 512, rope cos/sin 2 x 8x4 (floats); test set 16x8, validation set 16x8
     // (val_examples defaults to test_examples), batch 4x8 (tokens and targets, int32); the gradient
     // norm's one chunk sum (a double)
-    CHECK(e.scratch == (3072 + 1024 + 4608 + 192 + 512 + 512 + 64) * 4 + (16 * 8 + 16 * 8 + 4 * 8) * 2 * 4 + 8);
+    CHECK(e.scratch == (3072 + 1536 + 4608 + 192 + 512 + 512 + 64) * 4 + (16 * 8 + 16 * 8 + 4 * 8) * 2 * 4 + 8);
     // attention scratch of one thread: S W dW 3 x 64x8 (a block of 64 rows), Vg dU dVg dFq dFk 5 x 8x8, dz 8, row 8
     CHECK(e.per_thread == (3 * 512 + 5 * 64 + 8 + 8) * 4);
     // 3 threads: 3 shards of the batch of 4, each with its attention scratch, shards 1 and 2 with a gradient buffer

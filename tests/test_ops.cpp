@@ -78,6 +78,58 @@ TEST_CASE("swiglu: gradients of gate and up", "[ops][grad]") {
     c.run();
 }
 
+TEST_CASE("swiglu with gate and up side by side: gradients, and values from the definition", "[ops][grad]") {
+    const int N = 3, F = 4;
+    rng r(12);
+    vec gate_up = random_vector(N * 2 * F, r, 2.0);  // rows [gate | up]
+    op_check c{
+        {&gate_up},
+        [&](vec& out) { swiglu_fused_forward(out.data(), gate_up.data(), N, F); },
+        [&](std::vector<vec>& g, const vec& d) { swiglu_fused_backward(g[0].data(), d.data(), gate_up.data(), N, F); },
+        static_cast<size_t>(N * F)};
+    c.run();
+    vec out(N * F);
+    swiglu_fused_forward(out.data(), gate_up.data(), N, F);
+    for (int n = 0; n < N; ++n)
+        for (int f = 0; f < F; ++f) {
+            const double g = gate_up[n * 2 * F + f], u = gate_up[n * 2 * F + F + f];
+            CHECK(out[n * F + f] == Approx(g / (1 + std::exp(-g)) * u).epsilon(1e-14));
+        }
+}
+
+TEST_CASE("linear_forward_add adds the product to what the output holds", "[ops]") {
+    const int N = 4, C = 3, OC = 5;
+    rng r(13);
+    const vec x = random_vector(N * C, r), w = random_vector(OC * C, r), before = random_vector(N * OC, r);
+    vec out = before;
+    linear_forward_add(out.data(), x.data(), w.data(), N, C, OC);
+    for (int n = 0; n < N; ++n)
+        for (int o = 0; o < OC; ++o) {
+            double want = before[n * OC + o];
+            for (int i = 0; i < C; ++i) want += x[n * C + i] * w[o * C + i];
+            CHECK(out[n * OC + o] == Approx(want).epsilon(1e-14));
+        }
+}
+
+TEST_CASE("rmsnorm in float (vectorised partial sums) matches the double computation", "[ops]") {
+    const int N = 37, C = 100;  // C not a multiple of the 16 partial sums
+    rng r(14);
+    const vec x = random_vector(N * C, r), w = random_vector(C, r), dy = random_vector(N * C, r);
+    vec out(N * C), rstd(N), dx(N * C, 0.5), dw(C, -0.25);  // the backward adds onto what is there
+    rmsnorm_forward(out.data(), rstd.data(), x.data(), w.data(), N, C, 1e-6);
+    rmsnorm_backward(dx.data(), dw.data(), dy.data(), x.data(), rstd.data(), w.data(), N, C);
+    auto to_float = [](const vec& v) { return std::vector<float>(v.begin(), v.end()); };
+    auto to_double = [](const std::vector<float>& v) { return vec(v.begin(), v.end()); };
+    std::vector<float> xf = to_float(x), wf = to_float(w), dyf = to_float(dy), outf(N * C), rstdf(N);
+    std::vector<float> dxf(N * C, 0.5f), dwf(C, -0.25f);
+    rmsnorm_forward(outf.data(), rstdf.data(), xf.data(), wf.data(), N, C, 1e-6f);
+    rmsnorm_backward(dxf.data(), dwf.data(), dyf.data(), xf.data(), rstdf.data(), wf.data(), N, C);
+    CHECK(relative_error(to_double(outf), out) <= 1e-6);
+    CHECK(relative_error(to_double(rstdf), rstd) <= 1e-6);
+    CHECK(relative_error(to_double(dxf), dx) <= 1e-6);
+    CHECK(relative_error(to_double(dwf), dw) <= 1e-6);
+}
+
 TEST_CASE("gelu: gradient of the input", "[ops][grad]") {
     rng r(12);
     vec x = random_vector(12, r, 2.0);

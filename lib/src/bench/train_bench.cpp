@@ -268,8 +268,8 @@ train_bench_result run_train_bench(const train_bench_options& opt,
                                                        "--steps",      std::to_string(opt.steps),
                                                        "--repeats",    std::to_string(opt.repeats),
                                                        "--warmup",     std::to_string(opt.warmup)};
-                // OpenBLAS at its best kernel for this CPU, one OpenBLAS thread
-                // inside torch's threads (for this process alone).
+                // OpenBLAS at its best kernel for this CPU; bench_torch.py then
+                // sets OpenBLAS's thread count itself (for this process alone).
                 const auto out = run_process(
                     argv, {{"OPENBLAS_NUM_THREADS", "1"}, {"OMP_NUM_THREADS", std::to_string(side.threads)}},
                     {"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"});

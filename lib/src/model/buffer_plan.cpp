@@ -81,8 +81,8 @@ buffer_entry plan_entry(model_buffer b, const dims& d) {
         case mb::mid: return act(NC, L, d.mlp);  // read by the MLP norm's backward only
         case mb::mlp_norm: return act(d.mlp ? NC : 0, L, true);
         case mb::mlp_rstd: return act(d.mlp ? d.N : 0, L, true);
-        case mb::mlp_gate: return act(d.swiglu ? NF : 0, L, true);
-        case mb::mlp_up:
+        case mb::mlp_gate: return act(d.swiglu ? mul_saturating(NF, 2) : 0, L, true);
+        case mb::mlp_up: return act(d.mlp && !d.swiglu ? NF : 0, L, true);
         case mb::mlp_act: return act(d.mlp ? NF : 0, L, true);
         case mb::final_norm: return act(NC, 1, false);  // the head reads the answer rows' copy
         case mb::final_rstd: return act(d.N, 1, true);
@@ -107,10 +107,9 @@ buffer_entry plan_entry(model_buffer b, const dims& d) {
         case mb::d_k:
         case mb::d_v:
         case mb::d_heads_out: return bwd(NC);
-        case mb::d_q_raw:
-        case mb::d_k_raw: return bwd(d.rope ? NC : 0);
-        case mb::d_mlp_gate:
-        case mb::d_mlp_up:
+        case mb::d_qkv: return bwd(mul_saturating(NC, 3));
+        case mb::d_mlp_gate: return bwd(d.swiglu ? mul_saturating(NF, 2) : 0);
+        case mb::d_mlp_up: return bwd(d.swiglu ? 0 : NF);
         case mb::d_mlp_act: return bwd(NF);
         case mb::d_in_gate:
         case mb::d_out_gate:

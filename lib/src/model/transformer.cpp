@@ -75,6 +75,14 @@ transformer<T>::transformer(const model_config& m, const attention_config& a, in
       attn_(a, m.heads, m.d_model / m.heads) {
     if (C_ % NH_ != 0) throw std::invalid_argument("d_model must be a multiple of heads");
     if (uses_rope()) rope_ = std::make_unique<rope_tables<T>>(max_T_, HS_);  // rope_cos, rope_sin of the plan
+    // One product for q, k, v and one for SwiGLU's gate and up need their
+    // weights adjacent in the layout, as build_param_layout adds them.
+    const std::size_t CC = static_cast<std::size_t>(C_) * C_, FC = static_cast<std::size_t>(F_) * C_;
+    for (const block_offsets& bo : off_.blocks) {
+        if (bo.k != bo.q + CC || bo.v != bo.k + CC) throw std::logic_error("q, k, v weights are not adjacent");
+        if (m_.mlp == mlp_kind::swiglu && bo.mlp_up != bo.mlp_gate + FC)
+            throw std::logic_error("mlp gate and up weights are not adjacent");
+    }
     params.assign(layout_.total(), T(0));
     grads.assign(layout_.total(), T(0));
     times_.names = {"embedding",         "rmsnorm", "q/k/v (+rope, gates)", "attention",
@@ -144,7 +152,7 @@ void transformer<T>::reserve(int B, int T_len) {
         alloc(a.mid, mb::mid);
         alloc(a.ln2, mb::mlp_norm);
         alloc(a.rstd2, mb::mlp_rstd);
-        alloc(a.fc_gate, mb::mlp_gate);
+        alloc(a.fc_gate_up, mb::mlp_gate);
         alloc(a.fc_up, mb::mlp_up);
         alloc(a.act, mb::mlp_act);
     }
@@ -163,9 +171,8 @@ void transformer<T>::reserve(int B, int T_len) {
     alloc(dk_, mb::d_k);
     alloc(dv_, mb::d_v);
     alloc(datt_, mb::d_heads_out);
-    alloc(dq_raw_, mb::d_q_raw);
-    alloc(dk_raw_, mb::d_k_raw);
-    alloc(dfc_gate_, mb::d_mlp_gate);
+    alloc(dqkv_, mb::d_qkv);
+    alloc(dfc_gate_up_, mb::d_mlp_gate);
     alloc(dfc_up_, mb::d_mlp_up);
     alloc(dact_, mb::d_mlp_act);
     alloc(dg_in_, mb::d_in_gate);
@@ -256,13 +263,11 @@ void transformer<T>::forward_shard(const shard& sh, attention_scratch<T>& scratc
         T* ln1 = a.ln1.data() + rc;
         rmsnorm_forward(ln1, a.rstd1.data() + n0, x, p(bo.attn_norm), N, C, eps);
         lap(op_norm);
-        linear_forward(a.q.data() + rc, ln1, p(bo.q), (const T*)nullptr, N, C, C);
-        linear_forward(a.k.data() + rc, ln1, p(bo.k), (const T*)nullptr, N, C, C);
-        if (uses_rope()) {  // in place: the backward needs only the rotation
-            rope_forward(a.q.data() + rc, a.q.data() + rc, *rope_, Bs, Tn, NH_, HS_);
-            rope_forward(a.k.data() + rc, a.k.data() + rc, *rope_, Bs, Tn, NH_, HS_);
-        }
-        linear_forward(a.v.data() + rc, ln1, p(bo.v), (const T*)nullptr, N, C, C);
+        // q, k, v as one product of the adjacent (3C, C) weights (wider is faster
+        // than three), into the backward's dqkv_ (free until then), then split.
+        T* qkv = dqkv_.data() + 3 * rc;  // (N, 3C)
+        linear_forward(qkv, ln1, p(bo.q), (const T*)nullptr, N, C, 3 * C);
+        split_qkv(a.q.data() + rc, a.k.data() + rc, a.v.data() + rc, qkv, N);
         // gates: sigmoid(a_h . x + b_h) per head and position, from the attention input x = ln1
         if (attn_.has_in_gate()) {
             T* g = a.g_in.data() + rg;
@@ -282,10 +287,10 @@ void transformer<T>::forward_shard(const shard& sh, attention_scratch<T>& scratc
                                 scratch);
         }
         lap(op_attention);
-        // mid = x + att @ Wo^T
+        // mid = x + att @ Wo^T, the product added onto the copy of x
         T* mid = a.mid.data() + rc;
-        linear_forward(mid, a.att.data() + rc, p(bo.o), (const T*)nullptr, N, C, C);
-        add_inplace(mid, x, static_cast<long>(N) * C);
+        std::copy(x, x + static_cast<long>(N) * C, mid);
+        linear_forward_add(mid, a.att.data() + rc, p(bo.o), N, C, C);
         lap(op_out_proj);
 
         T* x_next = x_[l + 1].data() + rc;
@@ -296,20 +301,21 @@ void transformer<T>::forward_shard(const shard& sh, attention_scratch<T>& scratc
         T* ln2 = a.ln2.data() + rc;
         rmsnorm_forward(ln2, a.rstd2.data() + n0, mid, p(bo.mlp_norm), N, C, eps);
         lap(op_norm);
-        T* up = a.fc_up.data() + rf;
         T* act = a.act.data() + rf;
         if (m_.mlp == mlp_kind::swiglu) {
-            T* gate = a.fc_gate.data() + rf;
-            linear_forward(gate, ln2, p(bo.mlp_gate), (const T*)nullptr, N, C, F);
-            linear_forward(up, ln2, p(bo.mlp_up), (const T*)nullptr, N, C, F);
-            swiglu_forward(act, gate, up, N, F);
-            linear_forward(x_next, act, p(bo.mlp_down), (const T*)nullptr, N, F, C);
+            // gate and up as one product of the adjacent (2F, C) weights
+            T* gate_up = a.fc_gate_up.data() + 2 * rf;  // (N, 2F)
+            linear_forward(gate_up, ln2, p(bo.mlp_gate), (const T*)nullptr, N, C, 2 * F);
+            swiglu_fused_forward(act, gate_up, N, F);
+            std::copy(mid, mid + static_cast<long>(N) * C, x_next);
+            linear_forward_add(x_next, act, p(bo.mlp_down), N, F, C);
         } else {  // gelu
+            T* up = a.fc_up.data() + rf;
             linear_forward(up, ln2, p(bo.mlp_up), p(bo.mlp_up_bias), N, C, F);
             gelu_forward(act, up, static_cast<long>(N) * F);
             linear_forward(x_next, act, p(bo.mlp_down), p(bo.mlp_down_bias), N, F, C);
+            add_inplace(x_next, mid, static_cast<long>(N) * C);
         }
-        add_inplace(x_next, mid, static_cast<long>(N) * C);
         lap(op_mlp);
     }
     rmsnorm_forward(lnf_.data() + rc, rstdf_.data() + n0, x_[m_.layers].data() + rc, p(off_.norm), N, C, eps);
@@ -343,6 +349,41 @@ attention_inputs<T> transformer<T>::attention_inputs_of(int l) const {
     if (attn_.has_out_gate()) in.out_gate = a.g_out.data();
     if (bo.out_norm != block_offsets::npos) in.denom_params = p(bo.out_norm);
     return in;
+}
+
+template <class T>
+void transformer<T>::split_qkv(T* q, T* k, T* v, const T* qkv, int N) const {
+    const int C = C_;
+    for (int n = 0; n < N; ++n) {
+        const T* row = qkv + 3L * n * C;
+        const long o = static_cast<long>(n) * C;
+        if (uses_rope()) {  // shards hold whole sequences: n % T is the position
+            rope_forward_at(q + o, row, *rope_, n % T_, NH_, HS_);
+            rope_forward_at(k + o, row + C, *rope_, n % T_, NH_, HS_);
+        } else {
+            std::copy_n(row, C, q + o);
+            std::copy_n(row + C, C, k + o);
+        }
+        std::copy_n(row + 2 * C, C, v + o);
+    }
+}
+
+template <class T>
+void transformer<T>::merge_qkv_grads(T* dqkv, const T* dq, const T* dk, const T* dv, int N) const {
+    const int C = C_;
+    for (int n = 0; n < N; ++n) {
+        T* row = dqkv + 3L * n * C;
+        const long o = static_cast<long>(n) * C;
+        if (uses_rope()) {  // rope_backward_at accumulates
+            std::fill_n(row, 2 * C, T(0));
+            rope_backward_at(row, dq + o, *rope_, n % T_, NH_, HS_);
+            rope_backward_at(row + C, dk + o, *rope_, n % T_, NH_, HS_);
+        } else {
+            std::copy_n(dq + o, C, row);
+            std::copy_n(dk + o, C, row + C);
+        }
+        std::copy_n(dv + o, C, row + 2 * C);
+    }
 }
 
 template <class T>
@@ -426,9 +467,8 @@ void transformer<T>::backward_shard(const shard& sh, T* grad, attention_scratch<
     if (As > 0)
         cross_entropy_backward(dlogits, probs_.data() + static_cast<long>(sh.a0) * V_, ans_tgt_.data() + sh.a0,
                                T(1) / A, As, V_);
-    zero(dlnf_ans, static_cast<std::size_t>(As) * C);
     linear_backward(dlnf_ans, G(off_.head), (T*)nullptr, dlogits, lnf_ans_.data() + static_cast<long>(sh.a0) * C,
-                    p(off_.head), As, C, V_);
+                    p(off_.head), As, C, V_, grad_write::overwrite);
     zero(dln, NC);
     for (int a = 0; a < As; ++a)
         std::copy_n(dlnf_ans + static_cast<long>(a) * C, C, dln_.data() + static_cast<long>(ans_rows_[sh.a0 + a]) * C);
@@ -437,29 +477,31 @@ void transformer<T>::backward_shard(const shard& sh, T* grad, attention_scratch<
     rmsnorm_backward(dres, G(off_.norm), dln, x_[m_.layers].data() + rc, rstdf_.data() + n0, p(off_.norm), N, C);
     lap(op_norm);
 
+    // Each branch's first product overwrites its scratch (dact, dln, datt, ...):
+    // nothing to zero before it.
+    constexpr grad_write overwrite = grad_write::overwrite;
     for (int l = m_.layers - 1; l >= 0; --l) {
         const block_offsets& bo = off_.blocks[l];
         layer_acts& a = acts_[l];
         // dres = dL/dx_{l+1}; MLP branch adds its path to dL/dmid.
         if (m_.mlp != mlp_kind::none) {
             T* dact = dact_.data() + rf;
-            T* dup = dfc_up_.data() + rf;
             const T* ln2 = a.ln2.data() + rc;
-            zero(dact, NF);
-            zero(dup, NF);
-            zero(dln, NC);
             if (m_.mlp == mlp_kind::swiglu) {
-                T* dgate = dfc_gate_.data() + rf;
-                linear_backward(dact, G(bo.mlp_down), (T*)nullptr, dres, a.act.data() + rf, p(bo.mlp_down), N, F, C);
-                zero(dgate, NF);
-                swiglu_backward(dgate, dup, dact, a.fc_gate.data() + rf, a.fc_up.data() + rf, N, F);
-                linear_backward(dln, G(bo.mlp_gate), (T*)nullptr, dgate, ln2, p(bo.mlp_gate), N, C, F);
-                linear_backward(dln, G(bo.mlp_up), (T*)nullptr, dup, ln2, p(bo.mlp_up), N, C, F);
+                T* dgate_up = dfc_gate_up_.data() + 2 * rf;  // (N, 2F)
+                linear_backward(dact, G(bo.mlp_down), (T*)nullptr, dres, a.act.data() + rf, p(bo.mlp_down), N, F, C,
+                                overwrite);
+                swiglu_fused_backward(dgate_up, dact, a.fc_gate_up.data() + 2 * rf, N, F, overwrite);
+                // gate and up weights (and their gradients) are adjacent: one (2F, C) product
+                linear_backward(dln, G(bo.mlp_gate), (T*)nullptr, dgate_up, ln2, p(bo.mlp_gate), N, C, 2 * F,
+                                overwrite);
             } else {  // gelu
+                T* dup = dfc_up_.data() + rf;
+                zero(dup, NF);
                 linear_backward(dact, G(bo.mlp_down), G(bo.mlp_down_bias), dres, a.act.data() + rf, p(bo.mlp_down), N,
-                                F, C);
+                                F, C, overwrite);
                 gelu_backward(dup, dact, a.fc_up.data() + rf, static_cast<long>(NF));
-                linear_backward(dln, G(bo.mlp_up), G(bo.mlp_up_bias), dup, ln2, p(bo.mlp_up), N, C, F);
+                linear_backward(dln, G(bo.mlp_up), G(bo.mlp_up_bias), dup, ln2, p(bo.mlp_up), N, C, F, overwrite);
             }
             lap(op_mlp);
             rmsnorm_backward(dres, G(bo.mlp_norm), dln, a.mid.data() + rc, a.rstd2.data() + n0, p(bo.mlp_norm), N, C);
@@ -467,8 +509,7 @@ void transformer<T>::backward_shard(const shard& sh, T* grad, attention_scratch<
         }
         // dres = dL/dmid; attention branch adds its path to dL/dx_l.
         T* datt = datt_.data() + rc;
-        zero(datt, NC);
-        linear_backward(datt, G(bo.o), (T*)nullptr, dres, a.att.data() + rc, p(bo.o), N, C, C);
+        linear_backward(datt, G(bo.o), (T*)nullptr, dres, a.att.data() + rc, p(bo.o), N, C, C, overwrite);
         lap(op_out_proj);
         zero(dq_.data() + rc, NC);
         zero(dk_.data() + rc, NC);
@@ -486,21 +527,11 @@ void transformer<T>::backward_shard(const shard& sh, T* grad, attention_scratch<
         if (bo.out_norm != block_offsets::npos)
             attn_.sum_denominator_grads(G(bo.out_norm), a.att_cache, sh.b0 * NH_, sh.b1 * NH_);
         lap(op_attention);
-        const T* dq = dq_.data() + rc;
-        const T* dk = dk_.data() + rc;
-        if (uses_rope()) {
-            zero(dq_raw_.data() + rc, NC);
-            zero(dk_raw_.data() + rc, NC);
-            rope_backward(dq_raw_.data() + rc, dq, *rope_, Bs, Tn, NH_, HS_);
-            rope_backward(dk_raw_.data() + rc, dk, *rope_, Bs, Tn, NH_, HS_);
-            dq = dq_raw_.data() + rc;
-            dk = dk_raw_.data() + rc;
-        }
+        // q, k, v weights (and their gradients) are adjacent: one (3C, C) product
+        T* dqkv = dqkv_.data() + 3 * rc;  // (N, 3C)
+        merge_qkv_grads(dqkv, dq_.data() + rc, dk_.data() + rc, dv_.data() + rc, N);
         const T* ln1 = a.ln1.data() + rc;
-        zero(dln, NC);
-        linear_backward(dln, G(bo.q), (T*)nullptr, dq, ln1, p(bo.q), N, C, C);
-        linear_backward(dln, G(bo.k), (T*)nullptr, dk, ln1, p(bo.k), N, C, C);
-        linear_backward(dln, G(bo.v), (T*)nullptr, dv_.data() + rc, ln1, p(bo.v), N, C, C);
+        linear_backward(dln, G(bo.q), (T*)nullptr, dqkv, ln1, p(bo.q), N, C, 3 * C, overwrite);
         T* dpre = dgate_pre_.data() + rg;
         if (attn_.has_in_gate()) {
             zero(dpre, NG);

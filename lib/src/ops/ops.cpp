@@ -5,9 +5,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "attnlab/ops/vector_math.hpp"
 #include "attnlab/util/shapes.hpp"
+
+#ifdef ATTNLAB_OPENBLAS
+#include <cblas.h>
+#endif
 
 namespace attnlab {
 
@@ -19,6 +24,44 @@ using const_array_map = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 
 // Row-wise loops go parallel only when the work pays for the threads.
 constexpr long parallel_threshold = 1L << 15;
+
+template <class T, class A, class B>
+void product_into(matrix_map<T> c, const A& a, const B& b, bool add) {
+    if (add)
+        c.noalias() += a * b;
+    else
+        c.noalias() = a * b;
+}
+
+// Row-major c (M, N) = op(a) op(b) (+ c when add); op(a) (M, K), op(b) (K, N),
+// op = transpose when trans_*. With OpenBLAS this is one ?gemm call with beta
+// 0 or 1: `=` then writes c without Eigen's zeroing pass first (and OpenBLAS's
+// kernels for small products never read c).
+template <class T>
+void gemm(bool trans_a, bool trans_b, int M, int N, int K, const T* a, const T* b, bool add, T* c) {
+    if (M == 0 || N == 0) return;
+#ifdef ATTNLAB_OPENBLAS
+    if (K > 0) {
+        const auto ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
+        const int lda = trans_a ? M : K, ldb = trans_b ? K : N;
+        if constexpr (std::is_same_v<T, float>)
+            cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, a, lda, b, ldb, add ? 1.0f : 0.0f, c, N);
+        else
+            cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, a, lda, b, ldb, add ? 1.0 : 0.0, c, N);
+        return;
+    }
+#endif
+    matrix_map<T> cm(c, M, N);
+    const_matrix_map<T> am(a, trans_a ? K : M, trans_a ? M : K), bm(b, trans_b ? N : K, trans_b ? K : N);
+    if (trans_a && trans_b)
+        product_into(cm, am.transpose(), bm.transpose(), add);
+    else if (trans_a)
+        product_into(cm, am.transpose(), bm, add);
+    else if (trans_b)
+        product_into(cm, am, bm.transpose(), add);
+    else
+        product_into(cm, am, bm, add);
+}
 }  // namespace
 
 template <class T>
@@ -54,61 +97,44 @@ void embedding_backward(T* dwte, T* dwpe, const T* dout, const std::int32_t* tok
 
 template <class T>
 void rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight, int N, int C, T eps) {
+    // Chunks of rows through vector_math's rmsnorm_rows (the CPU's vectors).
+    constexpr int rows_per_chunk = 64;
+    const int chunks = (N + rows_per_chunk - 1) / rows_per_chunk;
 #pragma omp parallel for if (static_cast <long>(N) * C > parallel_threshold)
-    for (int n = 0; n < N; ++n) {
-        const T* x = inp + static_cast<long>(n) * C;
-        T ss = 0;
-        for (int c = 0; c < C; ++c) ss += x[c] * x[c];
-        const T r = T(1) / std::sqrt(ss / C + eps);
-        rstd[n] = r;
-        T* o = out + static_cast<long>(n) * C;
-        for (int c = 0; c < C; ++c) o[c] = x[c] * r * weight[c];
+    for (int ch = 0; ch < chunks; ++ch) {
+        const long n0 = static_cast<long>(ch) * rows_per_chunk;
+        const long rows = std::min<long>(rows_per_chunk, N - n0);
+        rmsnorm_rows(out + n0 * C, rstd + n0, inp + n0 * C, weight, rows, C, eps);
     }
 }
 
 // y_c = x_c r w_c, r = (mean(x^2) + eps)^(-1/2), dr/dx_c = -r^3 x_c / C.
 // dx_c = r w_c dy_c - (r^3 / C) x_c sum_k(dy_k w_k x_k);  dw_c = sum_n dy_c x_c r.
+// Serial, one pass: each row's x and dy are read once for dx and dw, and dw
+// sums the rows in order (the model runs it inside its data-parallel threads).
 template <class T>
 void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* rstd, const T* weight, int N, int C) {
-#pragma omp parallel for if (static_cast <long>(N) * C > parallel_threshold)
-    for (int n = 0; n < N; ++n) {
-        const T* x = inp + static_cast<long>(n) * C;
-        const T* dy = dout + static_cast<long>(n) * C;
-        T* dx = dinp + static_cast<long>(n) * C;
-        const T r = rstd[n];
-        T dot = 0;
-        for (int c = 0; c < C; ++c) dot += dy[c] * weight[c] * x[c];
-        const T k = r * r * r * dot / C;
-        for (int c = 0; c < C; ++c) dx[c] += r * weight[c] * dy[c] - k * x[c];
-    }
-    // Parameter gradient: a column reduction, kept serial for determinism.
-    for (int n = 0; n < N; ++n) {
-        const T* x = inp + static_cast<long>(n) * C;
-        const T* dy = dout + static_cast<long>(n) * C;
-        const T r = rstd[n];
-        for (int c = 0; c < C; ++c) dweight[c] += dy[c] * x[c] * r;
-    }
+    rmsnorm_rows_backward(dinp, dweight, dout, inp, rstd, weight, N, C);
 }
 
 template <class T>
 void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int N, int C, int OC) {
-    const_matrix_map<T> x(inp, N, C);      // (N, C)
-    const_matrix_map<T> w(weight, OC, C);  // (OC, C)
-    matrix_map<T> y(out, N, OC);           // (N, OC)
-    y.noalias() = x * w.transpose();
-    if (bias) y.rowwise() += Eigen::Map<const row_vector<T>>(bias, OC);
+    gemm(false, true, N, OC, C, inp, weight, false, out);  // x (N, C) W^T (C, OC)
+    if (bias) matrix_map<T>(out, N, OC).rowwise() += Eigen::Map<const row_vector<T>>(bias, OC);
+}
+
+template <class T>
+void linear_forward_add(T* out, const T* inp, const T* weight, int N, int C, int OC) {
+    gemm(false, true, N, OC, C, inp, weight, true, out);
 }
 
 // dx = dy W; dW = dy^T x; db = sum_n dy.
 template <class T>
-void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int N, int C,
-                     int OC) {
-    const_matrix_map<T> dy(dout, N, OC);
-    const_matrix_map<T> x(inp, N, C);
-    const_matrix_map<T> w(weight, OC, C);
-    if (dinp) matrix_map<T>(dinp, N, C).noalias() += dy * w;
-    matrix_map<T>(dweight, OC, C).noalias() += dy.transpose() * x;
-    if (dbias) Eigen::Map<row_vector<T>>(dbias, OC) += dy.colwise().sum();
+void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int N, int C, int OC,
+                     grad_write dinp_write) {
+    if (dinp) gemm(false, false, N, C, OC, dout, weight, dinp_write == grad_write::add, dinp);  // (N, OC) (OC, C)
+    gemm(true, false, OC, C, N, dout, inp, true, dweight);                                      // (OC, N) (N, C)
+    if (dbias) Eigen::Map<row_vector<T>>(dbias, OC) += const_matrix_map<T>(dout, N, OC).colwise().sum();
 }
 
 std::size_t rope_table_elements(int max_T, int HS) { return static_cast<std::size_t>(max_T) * (HS / 2); }
@@ -154,22 +180,26 @@ void rope_forward(T* out, const T* inp, const rope_tables<T>& tab, int B, int Tn
 
 // The rotation's transpose: dx_i = dy_i cos + dy_{i+h} sin, dx_{i+h} = dy_{i+h} cos - dy_i sin.
 template <class T>
-void rope_backward(T* dinp, const T* dout, const rope_tables<T>& tab, int B, int Tn, int NH, int HS) {
-    const int h2 = HS / 2, C = NH * HS;
-    const long N = static_cast<long>(B) * Tn;
-#pragma omp parallel for if (N * C > parallel_threshold)
-    for (long n = 0; n < N; ++n) {
-        const T* cs = tab.cos.data() + (n % Tn) * h2;
-        const T* sn = tab.sin.data() + (n % Tn) * h2;
-        for (int h = 0; h < NH; ++h) {
-            const T* dy = dout + n * C + h * HS;
-            T* dx = dinp + n * C + h * HS;
-            for (int i = 0; i < h2; ++i) {
-                dx[i] += dy[i] * cs[i] + dy[i + h2] * sn[i];
-                dx[i + h2] += dy[i + h2] * cs[i] - dy[i] * sn[i];
-            }
+void rope_backward_at(T* dinp, const T* dout, const rope_tables<T>& tab, int pos, int NH, int HS) {
+    const int h2 = HS / 2;
+    const T* cs = tab.cos.data() + static_cast<long>(pos) * h2;
+    const T* sn = tab.sin.data() + static_cast<long>(pos) * h2;
+    for (int h = 0; h < NH; ++h) {
+        const T* dy = dout + h * HS;
+        T* dx = dinp + h * HS;
+        for (int i = 0; i < h2; ++i) {
+            dx[i] += dy[i] * cs[i] + dy[i + h2] * sn[i];
+            dx[i + h2] += dy[i + h2] * cs[i] - dy[i] * sn[i];
         }
     }
+}
+
+template <class T>
+void rope_backward(T* dinp, const T* dout, const rope_tables<T>& tab, int B, int Tn, int NH, int HS) {
+    const int C = NH * HS;
+    const long N = static_cast<long>(B) * Tn;
+#pragma omp parallel for if (N * C > parallel_threshold)
+    for (long n = 0; n < N; ++n) rope_backward_at(dinp + n * C, dout + n * C, tab, static_cast<int>(n % Tn), NH, HS);
 }
 
 // SwiGLU in chunks of rows (vector_math.hpp picks the CPU's vectors).
@@ -192,6 +222,26 @@ void swiglu_backward(T* dgate, T* dup, const T* dout, const T* gate, const T* up
     for (long c = 0; c < chunks; ++c) {
         const long i0 = c * elementwise_chunk, len = std::min(elementwise_chunk, n - i0);
         swiglu_rows_backward(dgate + i0, dup + i0, dout + i0, gate + i0, up + i0, len);
+    }
+}
+
+template <class T>
+void swiglu_fused_forward(T* out, const T* gate_up, int N, int F) {
+#pragma omp parallel for if (static_cast <long>(N) * F > parallel_threshold)
+    for (int n = 0; n < N; ++n) {
+        const T* gu = gate_up + 2L * n * F;
+        swiglu_rows(out + static_cast<long>(n) * F, gu, gu + F, F);
+    }
+}
+
+template <class T>
+void swiglu_fused_backward(T* dgate_up, const T* dout, const T* gate_up, int N, int F, grad_write write) {
+    const bool overwrite = write == grad_write::overwrite;
+#pragma omp parallel for if (static_cast <long>(N) * F > parallel_threshold)
+    for (int n = 0; n < N; ++n) {
+        const T* gu = gate_up + 2L * n * F;
+        T* dgu = dgate_up + 2L * n * F;
+        swiglu_rows_backward(dgu, dgu + F, dout + static_cast<long>(n) * F, gu, gu + F, F, overwrite);
     }
 }
 
@@ -262,25 +312,29 @@ void cross_entropy_backward(T* dlogits, const T* probs, const std::int32_t* targ
     }
 }
 
-#define ATTNLAB_INSTANTIATE_OPS(T)                                                                  \
-    template void embedding_forward<T>(T*, const std::int32_t*, const T*, const T*, int, int, int); \
-    template void embedding_backward<T>(T*, T*, const T*, const std::int32_t*, int, int, int);      \
-    template void rmsnorm_forward<T>(T*, T*, const T*, const T*, int, int, T);                      \
-    template void rmsnorm_backward<T>(T*, T*, const T*, const T*, const T*, const T*, int, int);    \
-    template void linear_forward<T>(T*, const T*, const T*, const T*, int, int, int);               \
-    template void linear_backward<T>(T*, T*, T*, const T*, const T*, const T*, int, int, int);      \
-    template struct rope_tables<T>;                                                                 \
-    template void rope_forward<T>(T*, const T*, const rope_tables<T>&, int, int, int, int);         \
-    template void rope_backward<T>(T*, const T*, const rope_tables<T>&, int, int, int, int);        \
-    template void rope_forward_at<T>(T*, const T*, const rope_tables<T>&, int, int, int);           \
-    template void swiglu_forward<T>(T*, const T*, const T*, int, int);                              \
-    template void swiglu_backward<T>(T*, T*, const T*, const T*, const T*, int, int);               \
-    template void gelu_forward<T>(T*, const T*, long);                                              \
-    template void gelu_backward<T>(T*, const T*, const T*, long);                                   \
-    template void sigmoid_forward<T>(T*, const T*, long);                                           \
-    template void sigmoid_backward<T>(T*, const T*, const T*, long);                                \
-    template void add_inplace<T>(T*, const T*, long);                                               \
-    template T cross_entropy_forward<T>(T*, T*, const T*, const std::int32_t*, int, int);           \
+#define ATTNLAB_INSTANTIATE_OPS(T)                                                                         \
+    template void embedding_forward<T>(T*, const std::int32_t*, const T*, const T*, int, int, int);        \
+    template void embedding_backward<T>(T*, T*, const T*, const std::int32_t*, int, int, int);             \
+    template void rmsnorm_forward<T>(T*, T*, const T*, const T*, int, int, T);                             \
+    template void rmsnorm_backward<T>(T*, T*, const T*, const T*, const T*, const T*, int, int);           \
+    template void linear_forward<T>(T*, const T*, const T*, const T*, int, int, int);                      \
+    template void linear_backward<T>(T*, T*, T*, const T*, const T*, const T*, int, int, int, grad_write); \
+    template void linear_forward_add<T>(T*, const T*, const T*, int, int, int);                            \
+    template struct rope_tables<T>;                                                                        \
+    template void rope_forward<T>(T*, const T*, const rope_tables<T>&, int, int, int, int);                \
+    template void rope_backward<T>(T*, const T*, const rope_tables<T>&, int, int, int, int);               \
+    template void rope_backward_at<T>(T*, const T*, const rope_tables<T>&, int, int, int);                 \
+    template void rope_forward_at<T>(T*, const T*, const rope_tables<T>&, int, int, int);                  \
+    template void swiglu_forward<T>(T*, const T*, const T*, int, int);                                     \
+    template void swiglu_backward<T>(T*, T*, const T*, const T*, const T*, int, int);                      \
+    template void swiglu_fused_forward<T>(T*, const T*, int, int);                                         \
+    template void swiglu_fused_backward<T>(T*, const T*, const T*, int, int, grad_write);                  \
+    template void gelu_forward<T>(T*, const T*, long);                                                     \
+    template void gelu_backward<T>(T*, const T*, const T*, long);                                          \
+    template void sigmoid_forward<T>(T*, const T*, long);                                                  \
+    template void sigmoid_backward<T>(T*, const T*, const T*, long);                                       \
+    template void add_inplace<T>(T*, const T*, long);                                                      \
+    template T cross_entropy_forward<T>(T*, T*, const T*, const std::int32_t*, int, int);                  \
     template void cross_entropy_backward<T>(T*, const T*, const std::int32_t*, T, int, int);
 
 ATTNLAB_INSTANTIATE_OPS(float)

@@ -61,21 +61,109 @@ void swiglu_rows(double* out, const double* gate, const double* up, long n) {
 }
 
 // silu(g) = g s(g); silu'(g) = s(g) (1 + g (1 - s(g))).
-ATTNLAB_CLONES void swiglu_rows_backward(float* dgate, float* dup, const float* dout, const float* gate,
-                                         const float* up, long n) {
+namespace {
+template <bool Overwrite>
+inline void swiglu_grad_loop(float* dgate, float* dup, const float* dout, const float* gate, const float* up, long n) {
     for (long i = 0; i < n; ++i) {
         const float g = gate[i], s = 1.0f / (1.0f + exp_poly(-g));
-        dup[i] += dout[i] * g * s;
-        dgate[i] += dout[i] * up[i] * s * (1.0f + g * (1.0f - s));
+        const float du = dout[i] * g * s, dg = dout[i] * up[i] * s * (1.0f + g * (1.0f - s));
+        dup[i] = Overwrite ? du : dup[i] + du;  // overwrite never reads what the buffer held
+        dgate[i] = Overwrite ? dg : dgate[i] + dg;
+    }
+}
+}  // namespace
+
+ATTNLAB_CLONES void swiglu_rows_backward(float* dgate, float* dup, const float* dout, const float* gate,
+                                         const float* up, long n, bool overwrite) {
+    if (overwrite)
+        swiglu_grad_loop<true>(dgate, dup, dout, gate, up, n);
+    else
+        swiglu_grad_loop<false>(dgate, dup, dout, gate, up, n);
+}
+
+void swiglu_rows_backward(double* dgate, double* dup, const double* dout, const double* gate, const double* up, long n,
+                          bool overwrite) {
+    for (long i = 0; i < n; ++i) {
+        const double g = gate[i], s = 1.0 / (1.0 + std::exp(-g));
+        const double du = dout[i] * g * s, dg = dout[i] * up[i] * s * (1.0 + g * (1.0 - s));
+        dup[i] = overwrite ? du : dup[i] + du;
+        dgate[i] = overwrite ? dg : dgate[i] + dg;
     }
 }
 
-void swiglu_rows_backward(double* dgate, double* dup, const double* dout, const double* gate, const double* up,
-                          long n) {
-    for (long i = 0; i < n; ++i) {
-        const double g = gate[i], s = 1.0 / (1.0 + std::exp(-g));
-        dup[i] += dout[i] * g * s;
-        dgate[i] += dout[i] * up[i] * s * (1.0 + g * (1.0 - s));
+namespace {
+// sum_i a_i b_i c_i (c may be null: sum_i a_i b_i) in 16 interleaved partial sums.
+inline float sum_products(const float* a, const float* b, const float* c, int n) {
+    constexpr int lanes = 16;
+    float part[lanes] = {};
+    int i = 0;
+    if (c) {
+        for (; i + lanes <= n; i += lanes)
+            for (int j = 0; j < lanes; ++j) part[j] += a[i + j] * b[i + j] * c[i + j];
+    } else {
+        for (; i + lanes <= n; i += lanes)
+            for (int j = 0; j < lanes; ++j) part[j] += a[i + j] * b[i + j];
+    }
+    float s = 0;
+    for (int j = 0; j < lanes; ++j) s += part[j];
+    for (; i < n; ++i) s += a[i] * b[i] * (c ? c[i] : 1.0f);
+    return s;
+}
+}  // namespace
+
+ATTNLAB_CLONES void rmsnorm_rows(float* out, float* rstd, const float* inp, const float* weight, long N, int C,
+                                 float eps) {
+    for (long n = 0; n < N; ++n) {
+        const float* x = inp + n * C;
+        const float r = 1.0f / std::sqrt(sum_products(x, x, nullptr, C) / C + eps);
+        rstd[n] = r;
+        float* o = out + n * C;
+        for (int c = 0; c < C; ++c) o[c] = x[c] * r * weight[c];
+    }
+}
+
+void rmsnorm_rows(double* out, double* rstd, const double* inp, const double* weight, long N, int C, double eps) {
+    for (long n = 0; n < N; ++n) {
+        const double* x = inp + n * C;
+        double ss = 0;
+        for (int c = 0; c < C; ++c) ss += x[c] * x[c];
+        const double r = 1.0 / std::sqrt(ss / C + eps);
+        rstd[n] = r;
+        double* o = out + n * C;
+        for (int c = 0; c < C; ++c) o[c] = x[c] * r * weight[c];
+    }
+}
+
+// dx_c += r w_c dy_c - (r^3 / C) x_c sum_k(dy_k w_k x_k);  dw_c += dy_c x_c r (rows in order).
+ATTNLAB_CLONES void rmsnorm_rows_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                                          const float* rstd, const float* weight, long N, int C) {
+    for (long n = 0; n < N; ++n) {
+        const float* x = inp + n * C;
+        const float* dy = dout + n * C;
+        float* dx = dinp + n * C;
+        const float r = rstd[n];
+        const float k = r * r * r * sum_products(dy, weight, x, C) / C;
+        for (int c = 0; c < C; ++c) {
+            dx[c] += r * weight[c] * dy[c] - k * x[c];
+            dweight[c] += dy[c] * x[c] * r;
+        }
+    }
+}
+
+void rmsnorm_rows_backward(double* dinp, double* dweight, const double* dout, const double* inp, const double* rstd,
+                           const double* weight, long N, int C) {
+    for (long n = 0; n < N; ++n) {
+        const double* x = inp + n * C;
+        const double* dy = dout + n * C;
+        double* dx = dinp + n * C;
+        const double r = rstd[n];
+        double dot = 0;
+        for (int c = 0; c < C; ++c) dot += dy[c] * weight[c] * x[c];
+        const double k = r * r * r * dot / C;
+        for (int c = 0; c < C; ++c) {
+            dx[c] += r * weight[c] * dy[c] - k * x[c];
+            dweight[c] += dy[c] * x[c] * r;
+        }
     }
 }
 

@@ -42,9 +42,9 @@ enum class model_buffer {
     mid,        // (N, C): x after the attention residual
     mlp_norm,
     mlp_rstd,  // ln2 (N, C), rstd2 (N) with an MLP
-    mlp_gate,
-    mlp_up,
-    mlp_act,  // fc_gate (swiglu), fc_up, act (N, F)
+    mlp_gate,  // fc_gate_up (N, 2F) with swiglu: gate and up side by side (one product)
+    mlp_up,    // fc_up (N, F) with gelu
+    mlp_act,   // act (N, F)
     final_norm,
     final_rstd,   // lnf_ (N, C), rstdf_ (N)
     answer_norm,  // lnf_ans_ (A, C)
@@ -69,11 +69,11 @@ enum class model_buffer {
     d_k,
     d_v,
     d_heads_out,  // dres_, dln_, dq_, dk_, dv_, datt_ (N, C)
-    d_q_raw,
-    d_k_raw,  // (N, C) with RoPE
-    d_mlp_gate,
-    d_mlp_up,
-    d_mlp_act,  // dfc_gate_, dfc_up_, dact_ (N, F)
+    d_qkv,        // dqkv_ (N, 3C): the gradients of the q, k, v product side by side
+                  // (and, in the forward, that product before its split into q, k, v)
+    d_mlp_gate,   // dfc_gate_up_ (N, 2F) with swiglu
+    d_mlp_up,     // dfc_up_ (N, F) otherwise
+    d_mlp_act,    // dact_ (N, F)
     d_in_gate,
     d_out_gate,
     d_gate_pre,  // dg_in_, dg_out_, dgate_pre_ (N, NH)

@@ -116,16 +116,21 @@ private:
         std::vector<T> q, k, v;      // (N, C), q and k after rope
         std::vector<T> g_in, g_out;  // (N, NH) gates in (0, 1) (when used)
         attention_cache<T> att_cache;
-        std::vector<T> att;                  // (N, C) head outputs, before o
-        std::vector<T> mid;                  // (N, C) x after the attention residual
-        std::vector<T> ln2, rstd2;           // (N, C), (N)
-        std::vector<T> fc_gate, fc_up, act;  // (N, F)
+        std::vector<T> att;         // (N, C) head outputs, before o
+        std::vector<T> mid;         // (N, C) x after the attention residual
+        std::vector<T> ln2, rstd2;  // (N, C), (N)
+        std::vector<T> fc_gate_up;  // (N, 2F) swiglu: gate | up per row
+        std::vector<T> fc_up, act;  // (N, F): fc_up with gelu
     };
 
     const T* p(std::size_t off) const { return params.data() + off; }
     T* g(std::size_t off) { return grads.data() + off; }
     bool uses_rope() const { return m_.position == position_kind::rope; }
     attention_inputs<T> attention_inputs_of(int layer) const;
+    // q, k, v (N, C) of rows [0, N) from their product qkv (N, 3C), RoPE applied to q and k.
+    void split_qkv(T* q, T* k, T* v, const T* qkv, int N) const;
+    // dqkv (N, 3C) = [rope^T(dq) | rope^T(dk) | dv], the gradient of that product.
+    void merge_qkv_grads(T* dqkv, const T* dq, const T* dk, const T* dv, int N) const;
 
     model_config m_;
     int V_, max_T_, C_, NH_, HS_, F_;
@@ -152,10 +157,12 @@ private:
     std::vector<std::vector<T>> shard_grads_;    // threads 1..: own gradient buffers (params)
 
     // backward scratch
-    std::vector<T> dres_, dln_, dq_, dk_, dv_, dq_raw_, dk_raw_, datt_;  // (N, C)
-    std::vector<T> dfc_gate_, dfc_up_, dact_;                            // (N, F)
-    std::vector<T> dg_in_, dg_out_, dgate_pre_;                          // (N, NH)
-    std::vector<T> dlnf_ans_, dlogits_;                                  // (A, C), (A, V)
+    std::vector<T> dres_, dln_, dq_, dk_, dv_, datt_;  // (N, C)
+    std::vector<T> dqkv_;                        // (N, 3C): dq | dk | dv before RoPE; the forward's q, k, v product
+    std::vector<T> dfc_gate_up_;                 // (N, 2F) swiglu: dgate | dup
+    std::vector<T> dfc_up_, dact_;               // (N, F)
+    std::vector<T> dg_in_, dg_out_, dgate_pre_;  // (N, NH)
+    std::vector<T> dlnf_ans_, dlogits_;          // (A, C), (A, V)
 };
 
 }  // namespace attnlab

@@ -15,6 +15,11 @@
 
 namespace attnlab {
 
+// How a backward writes its input gradient: adds to it (the contract above),
+// or overwrites it when the caller's buffer holds nothing of this step yet
+// (saves zeroing it first). Parameter gradients always add.
+enum class grad_write { add, overwrite };
+
 // out (N, C) = wte[tokens[n]] + wpe[n % T] (wpe may be null: no learned positions)
 template <class T>
 void embedding_forward(T* out, const std::int32_t* tokens, const T* wte, const T* wpe, int B, int Tn, int C);
@@ -31,7 +36,12 @@ void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T*
 template <class T>
 void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int N, int C, int OC);
 template <class T>
-void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int N, int C, int OC);
+void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int N, int C, int OC,
+                     grad_write dinp_write = grad_write::add);
+// out (N, OC) += inp (N, C) @ weight^T: a residual branch added to its stream by
+// the product itself (no zeroing pass, no separate add). Its backward is linear_backward.
+template <class T>
+void linear_forward_add(T* out, const T* inp, const T* weight, int N, int C, int OC);
 
 // Rotary position embedding, rotate-half convention, base 10000, positions
 // 0..T-1 within each sequence. Tables are (T, HS/2) cos and sin.
@@ -48,6 +58,9 @@ template <class T>
 void rope_forward(T* out, const T* inp, const rope_tables<T>& tab, int B, int Tn, int NH, int HS);
 template <class T>
 void rope_backward(T* dinp, const T* dout, const rope_tables<T>& tab, int B, int Tn, int NH, int HS);
+// dinp (C) += rope's transpose of dout (C), one token at position `pos`.
+template <class T>
+void rope_backward_at(T* dinp, const T* dout, const rope_tables<T>& tab, int pos, int NH, int HS);
 // out (C) = rope(inp (C)) of one token at position `pos` (generation).
 template <class T>
 void rope_forward_at(T* out, const T* inp, const rope_tables<T>& tab, int pos, int NH, int HS);
@@ -57,6 +70,14 @@ template <class T>
 void swiglu_forward(T* out, const T* gate, const T* up, int N, int F);
 template <class T>
 void swiglu_backward(T* dgate, T* dup, const T* dout, const T* gate, const T* up, int N, int F);
+// The same with gate and up side by side, as one product of the adjacent gate
+// and up weights (2F, C) gives them: gate_up (N, 2F) rows are [gate | up].
+// out (N, F) = silu(gate) * up;  dgate_up (N, 2F) += [dgate | dup].
+template <class T>
+void swiglu_fused_forward(T* out, const T* gate_up, int N, int F);
+template <class T>
+void swiglu_fused_backward(T* dgate_up, const T* dout, const T* gate_up, int N, int F,
+                           grad_write write = grad_write::add);
 
 // out (n) = gelu(inp), exact: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2))
 template <class T>

@@ -11,10 +11,24 @@ namespace attnlab {
 void exp_shifted(float* out, const float* in, long n, float shift);
 void exp_shifted(double* out, const double* in, long n, double shift);
 
-// SwiGLU: out = silu(gate) * up;  backward: dgate += dout up silu'(gate), dup += dout silu(gate).
+// SwiGLU: out = silu(gate) * up;  backward: dgate += dout up silu'(gate), dup += dout silu(gate)
+// (= instead of += with overwrite).
 void swiglu_rows(float* out, const float* gate, const float* up, long n);
 void swiglu_rows(double* out, const double* gate, const double* up, long n);
-void swiglu_rows_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up, long n);
-void swiglu_rows_backward(double* dgate, double* dup, const double* dout, const double* gate, const double* up, long n);
+void swiglu_rows_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up, long n,
+                          bool overwrite = false);
+void swiglu_rows_backward(double* dgate, double* dup, const double* dout, const double* gate, const double* up, long n,
+                          bool overwrite = false);
+
+// RMSNorm of N rows of C (ops.hpp's rmsnorm_forward, and rmsnorm_backward's
+// one-pass serial form: dinp and dweight add). The float versions sum each
+// row in 16 interleaved partial sums, so that the sums vectorise too (a fixed
+// order: the same result on every run and thread count).
+void rmsnorm_rows(float* out, float* rstd, const float* inp, const float* weight, long N, int C, float eps);
+void rmsnorm_rows(double* out, double* rstd, const double* inp, const double* weight, long N, int C, double eps);
+void rmsnorm_rows_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* rstd,
+                           const float* weight, long N, int C);
+void rmsnorm_rows_backward(double* dinp, double* dweight, const double* dout, const double* inp, const double* rstd,
+                           const double* weight, long N, int C);
 
 }  // namespace attnlab
