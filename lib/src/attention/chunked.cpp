@@ -25,21 +25,6 @@
 
 namespace attnlab {
 
-std::string chunked_form_refusal(const attention_config& cfg) {
-    const numerator_traits& row = traits_of(cfg.numerator);
-    const std::string name = row.name;
-    if (!row.finite_state)
-        return "chunked form needs a finite state, and " + name + " has none (use quadratic or auto)";
-    if (!has_finite_state(cfg))
-        return "chunked form needs a finite state, and a clamped " + name + " has none (a clamp needs every score)";
-    if (row.family == numerator_family::score_kernel && row.terms(cfg.order).last > max_chunked_order)
-        return "chunked form takes Taylor orders up to " + std::to_string(max_chunked_order) + ", got " + name +
-               " order " + std::to_string(cfg.order);
-    return "";
-}
-
-bool has_chunked_form(const attention_config& cfg) { return chunked_form_refusal(cfg).empty(); }
-
 std::size_t chunked_feature_size(const attention_config& cfg, int HS) {
     return has_chunked_form(cfg) ? feature_size(cfg, HS, state_layout::symmetric) : 0;
 }

@@ -117,12 +117,6 @@ void taylor_term_symmetric_backward(T* dx, const T* dphi, const T* x, int d, int
     symmetric_terms_backward(dx, dphi, x, std::pow(T(d), T(-0.25)), d, m, 0, 0, T(1));
 }
 
-bool has_finite_state(const attention_config& cfg) {
-    const numerator_traits& row = traits_of(cfg.numerator);
-    if (!row.finite_state) return false;
-    return !(row.family == numerator_family::score_kernel && cfg.clamp.has_value());  // a clamp needs every score
-}
-
 std::size_t feature_size(const attention_config& cfg, int HS, state_layout layout) {
     if (!has_finite_state(cfg)) return 0;
     if (!is_score_kernel(cfg.numerator)) return static_cast<std::size_t>(HS);

@@ -110,6 +110,12 @@ void write_file_atomic(const std::string& path, const std::string& text) {
     sync_directory(parent.empty() ? "." : parent);
 }
 
+std::string read_text_file(const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) throw io_error(path + ": is a directory, expected a file");
+    return read_file(path);
+}
+
 std::string read_file(const std::string& path) {
     std::error_code ec;
     if (fs::is_directory(path, ec)) throw io_error("cannot read " + path + ": it is a directory, not a file");

@@ -107,12 +107,6 @@ private:
 
 }  // namespace
 
-std::string read_text_file(const std::string& path) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) throw io_error(path + ": is a directory, expected a file");
-    return read_file(path);
-}
-
 baseline_losses byte_baselines(const std::string& bytes, const text_split& split, int T, std::size_t test_windows) {
     std::vector<double> unigram(byte_values, 0.0), pair(byte_values * byte_values, 0.0), first(byte_values, 0.0);
     const std::size_t N = split.train_bytes();

@@ -14,6 +14,9 @@ namespace attnlab {
 void write_file_atomic(const std::string& path, const std::string& text);
 // The whole file; io_error naming it when it cannot be read (a directory included).
 std::string read_file(const std::string& path);
+// The same for a data file (the text task's corpus): io_error naming it when
+// it is missing, a directory or unreadable.
+std::string read_text_file(const std::string& path);
 // Creates the directory and its parents; the error names a dangling or
 // looping symbolic link on the way.
 void make_dirs(const std::string& path);

@@ -16,14 +16,11 @@
 #include <string>
 
 #include "attnlab/config/run_config.hpp"
+#include "attnlab/io/files.hpp"  // read_text_file
 #include "attnlab/tasks/task.hpp"
 #include "attnlab/tasks/text_split.hpp"
 
 namespace attnlab {
-
-// The bytes of the file at `path`; io_error naming it when it is missing, a
-// directory or unreadable.
-std::string read_text_file(const std::string& path);
 
 // Unigram and bigram byte models fitted on the train part of `bytes` with
 // add-one smoothing, p(b) = (c(b) + 1) / (N + 256) and
