@@ -165,6 +165,13 @@ TEST_CASE("memory estimate against the peak memory of the binary training one st
     // Peak RSS (wait4's ru_maxrss) of `attnlab run` with 1 step of a model
     // whose buffers are large, less that of a tiny model (the program, its
     // libraries, threads): the growth the estimate describes.
+#if defined(__SANITIZE_ADDRESS__)
+    // Under AddressSanitizer the peak RSS is set by its quarantine of freed
+    // blocks (256 MiB by default), not by the run's buffers: measured ratios
+    // of 3e-5 and 2.02 for the same build. The plain build checks this.
+    WARN("skipped under AddressSanitizer: its quarantine, not the run, sets the peak RSS");
+    return;
+#endif
     temp_dir tmp;
     auto spec_text = [](const std::string& task, const std::string& model, int batch) {
         return std::string("name: mem\nbase:\n  seed: 0\n  task: ") + task + "\n  model: " + model +
