@@ -13,29 +13,11 @@
 #include "attnlab/io/csv.hpp"
 #include "attnlab/io/files.hpp"
 #include "attnlab/util/error.hpp"
+#include "attnlab/util/yaml_quoted.hpp"
 
 namespace attnlab {
 
 namespace {
-
-// `s` as a YAML double-quoted scalar: quotes, backslashes and control
-// characters escaped, so that any reason reads back as it was.
-std::string yaml_quoted(const std::string& s) {
-    std::string out = "\"";
-    for (const char c : s) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-            out += buf;
-        } else {
-            out += c;
-        }
-    }
-    return out + '"';
-}
 
 // A number in YAML's spelling: the non-finite ones are .nan, .inf and -.inf
 // (format_number's nan and inf are strings to a YAML reader).

@@ -34,23 +34,6 @@ std::string value::text() const {
 
 std::string value::yaml_text() const { return type == vtype::text ? yaml_quoted(name) : text(); }
 
-std::string yaml_quoted(const std::string& s) {
-    std::string out = "\"";
-    for (const char c : s) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-            out += buf;
-        } else {
-            out += c;
-        }
-    }
-    return out + '"';
-}
-
 bool parse_int(const std::string& t, long long& out) {
     const char* first = t.data() + (t.size() > 1 && t[0] == '+');
     const char* last = t.data() + t.size();

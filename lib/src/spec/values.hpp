@@ -2,6 +2,7 @@
 // leniently: "yes" is a bool, "1.0" an int for some types), and its text as
 // config.yaml writes it. Internal to lib/src/spec/.
 #pragma once
+#include "attnlab/util/yaml_quoted.hpp"
 #include <string>
 
 namespace attnlab::spec_internal {
@@ -29,11 +30,6 @@ struct value {
 // Shortest text that reads back to the same double, always with a '.' in
 // the mantissa so YAML 1.1 readers (PyYAML) also see a float.
 std::string format_number(double x);
-
-// `s` as a YAML double-quoted scalar (quotes, backslashes and control
-// characters escaped), so that any path reads back as it was, and never as a
-// number or a bool to a YAML 1.1 reader.
-std::string yaml_quoted(const std::string& s);
 
 bool parse_int(const std::string& t, long long& out);
 // Decimal floats only (no hex, inf or nan, which from_chars would take).
