@@ -1,10 +1,13 @@
 // attnlab eval RUN_DIR: score a finished run's checkpoint on its test set.
 // Prints one line, `test loss L token_acc A seq_acc S`, with the numbers
-// formatted as in metrics.csv, so they equal the run's last `test` row.
+// formatted as in metrics.csv, so they equal the run's last `test` row; for
+// the text task `test loss L token_acc A bits_per_byte B` instead, since
+// sequence accuracy does not apply to a language model.
 // --set changes test-time keys only (length generalisation: a copy run
 // scored on longer sequences); the memory guard refuses, before anything is
 // allocated, an evaluation that cannot fit (docs/outputs-policy.md).
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -101,8 +104,11 @@ void add_eval(CLI::App& app, action& chosen) {
                                                : "Use --form parallel, or set --max-memory")
                     : "Lower task.test_examples or the test lengths with --set, or set --max-memory");
             const eval_metrics m = evaluate_run_dir(*run_dir, trained, test, f, l);
-            std::cout << "test loss " << format_number(m.loss) << " token_acc " << format_number(m.token_acc)
-                      << " seq_acc " << format_number(m.seq_acc) << "\n";
+            std::cout << "test loss " << format_number(m.loss) << " token_acc " << format_number(m.token_acc);
+            if (test.task.kind == task_kind::text)
+                std::cout << " bits_per_byte " << format_number(m.loss / std::log(2.0)) << "\n";
+            else
+                std::cout << " seq_acc " << format_number(m.seq_acc) << "\n";
             return exit_ok;
         };
     });

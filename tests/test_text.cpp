@@ -455,6 +455,19 @@ TEST_CASE("text: outputs leave seq_acc empty and report bits per byte and the ba
     CHECK_THAT(table, !Contains("nan"));
     CHECK_THAT(table, Contains(" | 0 | – | "));  // runs, diverged, then no "solved" count for a language model
     CHECK_THAT(table, Contains("(s0: "));        // each seed's bits per byte
+
+    // eval: the last test row's loss and accuracy, bits per byte instead of a seq_acc.
+    std::vector<std::string> last_test;
+    for (std::size_t i = 1; i < metrics.size(); ++i)
+        if (csv_fields(metrics[i]).at(1) == "test") last_test = csv_fields(metrics[i]);
+    REQUIRE(last_test.size() > 3);
+    const auto e = run_cli({"eval", run.string()});
+    INFO(e.err);
+    REQUIRE(e.code == 0);
+    CHECK_THAT(e.out, StartsWith("test loss " + last_test[2] + " token_acc " + last_test[3] + " bits_per_byte "));
+    CHECK_THAT(e.out, !Contains("seq_acc"));
+    const double bits = std::stod(e.out.substr(e.out.rfind(' ') + 1));
+    CHECK(bits == Approx(std::stod(last_test[2]) / std::log(2.0)).epsilon(1e-6));
 }
 
 TEST_CASE("text: the memory estimate holds the file and only the evaluation windows that fit", "[text]") {
