@@ -326,6 +326,39 @@ seeds: [0, 1]
     CHECK_THAT(summary_table_md(one, two), !Contains("chosen learning rate") && Contains("s0: 0.281, s1: 0.300"));
 }
 
+TEST_CASE("solved: copy counts exact copies, lookup counts tokens, text never", "[summary][outputs]") {
+    // A copy run with 0.995 of its tokens right but half its copies wrong has not learned to copy.
+    CHECK_FALSE(solves_task(task_kind::copy, {0.1, 0.995, 0.5}));
+    CHECK(solves_task(task_kind::copy, {0.1, 0.97, 0.9}));
+    CHECK_FALSE(solves_task(task_kind::copy, {0.1, 0.999, 0.899}));
+    CHECK(solves_task(task_kind::lookup, {0.1, 0.99, 0.0}));
+    CHECK_FALSE(solves_task(task_kind::lookup, {0.1, 0.989, 1.0}));
+    CHECK_FALSE(solves_task(task_kind::text, {0.1, 1.0, 1.0}));
+
+    // table.md counts by that rule: 1 of 2 copy seeds solved (the token rule would say 2), and says so.
+    const experiment_spec spec = parse_spec(R"(name: solved
+base:
+  task: {kind: copy, vocab: 4, max_len: 3, test_examples: 8}
+  model: {layers: 1, d_model: 8, heads: 2}
+  attention: {numerator: exp, denominator: softmax}
+  train: {steps: 6, lr: 1.0e-3, warmup: 1}
+seeds: [0, 1]
+)",
+                                            "solved.yaml");
+    std::vector<summary_entry> entries;
+    for (const eval_metrics& test : {eval_metrics{0.1, 0.995, 0.5}, eval_metrics{0.1, 0.995, 0.95}}) {
+        run_result r;
+        r.final_val = test;
+        r.final_test = test;
+        r.steps = 6;
+        entries.push_back({&spec.runs[entries.size()], r});
+    }
+    const std::string table = summary_table_md(spec, entries);
+    INFO(table);
+    CHECK_THAT(table, Contains("| 2 | 0 | 1/2 |"));
+    CHECK_THAT(table, Contains("copy: test sequence accuracy >= 0.9"));
+}
+
 TEST_CASE("a sweep of lookup and copy runs at two rates: metrics, summary, curves and table", "[summary][outputs]") {
     const experiment_spec spec = parse_spec(R"(name: outs
 base:

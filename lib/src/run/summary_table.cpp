@@ -105,11 +105,11 @@ std::string metric_cells(const std::vector<summary_entry>& entries, const std::v
         seq.push_back(r.final_test.seq_acc);
         loss.push_back(r.final_test.loss);
         loss_bits.push_back(bits(r.final_test.loss));
-        solved += r.final_test.token_acc >= solved_token_acc;
+        solved += solves_task(task.kind, r.final_test);
     }
     std::ostringstream s;
     s << " " << members.size() << " | " << diverged << " | ";
-    // "solved" (token accuracy >= 0.99) means nothing for a language model.
+    // "solved" means nothing for a language model.
     if (per_byte)
         s << "– | ";
     else
@@ -189,6 +189,7 @@ std::string summary_table_md(const experiment_spec& spec, const std::vector<summ
     s << "# " << spec.name << "\n\n"
       << "Final test metrics over the seeds of each group: mean ± std, then each seed's value (s<seed>: value). "
       << "solved = seeds with test token accuracy >= " << solved_token_acc
+      << " (copy: test sequence accuracy >= " << solved_copy_seq_acc << ", every token of a copy right)"
       << "; val_loss = final validation loss (mean ± std), on which choices are made. Diverged runs count as "
          "unsolved and are left out of the means.\n\n";
     const bool bits_column = any_text(entries);
