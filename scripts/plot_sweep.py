@@ -61,27 +61,15 @@ import re
 import sys
 from collections import OrderedDict
 
-try:
-    import matplotlib
+import plot_style
+from plot_style import InputError, MARKERS, style
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-    from matplotlib.lines import Line2D
-    from matplotlib.ticker import LogFormatterSciNotation
-except ImportError as missing:
-    print(f"plot_sweep.py: {sys.executable} cannot import {missing.name or 'matplotlib'}; install Debian's "
-          "python3-matplotlib and python3-numpy (apt-get install python3-matplotlib python3-numpy) and run "
-          "this script with /usr/bin/python3", file=sys.stderr)
-    sys.exit(2)
+plt = plot_style.load_pyplot("plot_sweep.py", with_numpy=True)
+# After load_pyplot, which turns a missing matplotlib or numpy into one line and exit code 2.
+import numpy as np  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.ticker import LogFormatterSciNotation  # noqa: E402
 
-DPI = 200
-# Okabe & Ito's colour-blind-safe palette without its yellow (too pale for
-# lines on white); series beyond 7 change line style, every series has its
-# own marker, so no two series look alike.
-COLOURS = ["#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#000000"]
-LINESTYLES = ["-", "--", ":", "-."]
-MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h"]
 SPLITS = ["train", "val", "test"]
 MAX_CURVES = 7  # sweep points drawn in one panel of curves; more are split into rows
 ACCURACIES = [("token_acc", "token accuracy"), ("seq_acc", "sequence accuracy")]
@@ -106,26 +94,6 @@ READABLE = {
     "train.batch": "batch",
     "task.kind": "task",
 }
-STYLE = {
-    "font.size": 9,
-    "axes.titlesize": 10,
-    "axes.labelsize": 10,
-    "legend.fontsize": 8.5,
-    "legend.title_fontsize": 9,
-    "xtick.labelsize": 8.5,
-    "ytick.labelsize": 8.5,
-    "figure.titlesize": 11,
-    "axes.grid": True,
-    "grid.alpha": 0.3,
-    "pdf.fonttype": 42,  # TrueType in the PDF: editable text, accepted by publishers
-    "savefig.dpi": DPI,
-}
-
-
-class InputError(Exception):
-    """A results folder that cannot be plotted; main() prints it and exits 2."""
-
-
 # ---------------------------------------------------------------- reading
 
 
@@ -363,18 +331,8 @@ def group_by(runs, name_of):
     return groups
 
 
-def style(i):
-    """Colour, line style and marker of series i: unique for every i < 28."""
-    return {"color": COLOURS[i % len(COLOURS)], "linestyle": LINESTYLES[(i // len(COLOURS)) % len(LINESTYLES)],
-            "marker": MARKERS[i % len(MARKERS)]}
-
-
 def save(fig, out_dir, name, written):
-    for ext in ("png", "pdf"):
-        path = os.path.join(out_dir, f"{name}.{ext}")
-        fig.savefig(path, dpi=DPI, bbox_inches="tight")
-        written.append(path)
-    plt.close(fig)
+    written.extend(plot_style.save(fig, os.path.join(out_dir, name)))
 
 
 def new_figure(rows, cols, width, height, **kw):
@@ -755,15 +713,7 @@ def main():
     ap.add_argument("results_dir")
     ap.add_argument("--out", help="folder for the figures (default RESULTS_DIR/plots)")
     args = ap.parse_args()
-    plt.rcParams.update(STYLE)
-    try:
-        written = plot(args.results_dir, args.out or os.path.join(args.results_dir, "plots"))
-    except InputError as e:
-        print(f"plot_sweep.py: {e}", file=sys.stderr)
-        return 2
-    for w in written:
-        print("wrote", w)
-    return 0
+    return plot_style.report("plot_sweep.py", lambda: plot(args.results_dir, args.out or os.path.join(args.results_dir, "plots")))
 
 
 if __name__ == "__main__":
