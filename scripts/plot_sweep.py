@@ -734,7 +734,8 @@ def chosen_final(groups, title, out_dir, name, written):
     if text:
         metrics = [("bits_per_byte", "final test loss (bits per byte = loss / ln 2)")]
     else:
-        metrics = [m for m in ACCURACIES if m[0] == "token_acc" or any(r.final(m[0]) is not None for r in runs)]
+        metrics = [(m, f"final test {name}") for m, name in ACCURACIES
+                   if m == "token_acc" or any(r.final(m) is not None for r in runs)]
     n = len(groups)
     fig, axes = new_figure(1, len(metrics), 4.6 * len(metrics) + 2.0, max(2.8, 1.4 + 0.3 * n), sharey=True)
     notes, extra_handles, extra_labels = [], [], []
