@@ -7,7 +7,7 @@ usage: /usr/bin/python3 scripts/plot_probe.py DIR [--title TITLE]
 DIR holds probe.csv (layer, head, order, mean_abs_term) and probe_heads.csv
 (one row per layer and head: dominant_order, mean_abs_score, ...), as
 `attnlab probe` writes them. Writes DIR/probe.png (200 dpi) and DIR/probe.pdf
-in the style of scripts/plot_sweep.py: Okabe-Ito colours, a marker and line
+in the shared style of scripts/plot_style.py: Okabe-Ito colours, a marker and line
 style per head, log-scale y. The dominant order of each head (the largest
 mean term) is marked with a large filled marker and a dotted vertical line.
 Terms that underflowed to 0 are not drawn (a log axis has no 0).
@@ -22,47 +22,13 @@ import math
 import os
 import sys
 
-try:
-    import matplotlib
+import plot_style
+from plot_style import InputError, style
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-except ImportError as missing:
-    print(f"plot_probe.py: {sys.executable} cannot import {missing.name or 'matplotlib'}; install Debian's "
-          "python3-matplotlib (apt-get install python3-matplotlib) and run this script with /usr/bin/python3",
-          file=sys.stderr)
-    sys.exit(3)
+# exit code 3, not 2: `attnlab probe` then says "figures skipped" instead of failing.
+plt = plot_style.load_pyplot("plot_probe.py", exit_code=3)
 
-DPI = 200
-# Okabe & Ito's colour-blind-safe palette without its yellow, as plot_sweep.py.
-COLOURS = ["#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#000000"]
-LINESTYLES = ["-", "--", ":", "-."]
-MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h"]
 MAX_COLUMNS = 4  # panels per row; more layers wrap
-STYLE = {
-    "font.size": 9,
-    "axes.titlesize": 10,
-    "axes.labelsize": 10,
-    "legend.fontsize": 8.5,
-    "legend.title_fontsize": 9,
-    "xtick.labelsize": 8.5,
-    "ytick.labelsize": 8.5,
-    "figure.titlesize": 11,
-    "axes.grid": True,
-    "grid.alpha": 0.3,
-    "pdf.fonttype": 42,
-    "savefig.dpi": DPI,
-}
-
-
-class InputError(Exception):
-    """A folder that cannot be plotted; main() prints it and exits 2."""
-
-
-def style(i):
-    """Colour, line style and marker of head i: unique for every i < 28."""
-    return {"color": COLOURS[i % len(COLOURS)], "linestyle": LINESTYLES[(i // len(COLOURS)) % len(LINESTYLES)],
-            "marker": MARKERS[i % len(MARKERS)]}
 
 
 def read_rows(path, columns):
@@ -141,13 +107,7 @@ def plot(directory, title):
     first = next(iter(heads.values()))
     fig.suptitle(f"{title}: Taylor terms of the attention scores ({first['split']} set, {first['examples']} "
                  f"examples; large markers: dominant order)")
-    written = []
-    for ext in ("png", "pdf"):
-        path = os.path.join(directory, f"probe.{ext}")
-        fig.savefig(path, dpi=DPI, bbox_inches="tight")
-        written.append(path)
-    plt.close(fig)
-    return written
+    return plot_style.save(fig, os.path.join(directory, "probe"))
 
 
 def main():
@@ -155,15 +115,7 @@ def main():
     ap.add_argument("dir")
     ap.add_argument("--title", help="the figure's title (default: the folder's name)")
     args = ap.parse_args()
-    plt.rcParams.update(STYLE)
-    try:
-        written = plot(args.dir, args.title or os.path.basename(os.path.normpath(args.dir)))
-    except InputError as e:
-        print(f"plot_probe.py: {e}", file=sys.stderr)
-        return 2
-    for w in written:
-        print("wrote", w)
-    return 0
+    return plot_style.report("plot_probe.py", lambda: plot(args.dir, args.title or os.path.basename(os.path.normpath(args.dir))))
 
 
 if __name__ == "__main__":

@@ -4,34 +4,27 @@ sequence length (tokens per step constant), log-log; a numerator is a colour,
 the form its line style (quadratic dashed, chunked solid).
 
 usage: /usr/bin/python3 scripts/plot_seq_len.py results/bench/seq_len.csv [out.png]
-writes out.png (200 dpi) and out.pdf (Okabe-Ito colours, as scripts/plot_sweep.py).
+writes out.png (200 dpi) and out.pdf in the shared style of scripts/plot_style.py (Okabe-Ito colours).
 Needs Debian's python3-matplotlib (scripts/setup installs it).
 """
 import csv
 import sys
 from collections import defaultdict
 
-try:
-    import matplotlib
+import plot_style
+from plot_style import BLACK, COLOURS
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-except ImportError:
-    print(f"plot_seq_len.py: {sys.executable} cannot import matplotlib; install Debian's python3-matplotlib "
-          "(apt-get install python3-matplotlib) and run this script with /usr/bin/python3", file=sys.stderr)
-    sys.exit(2)
+plt = plot_style.load_pyplot("plot_seq_len.py")
 
-COLOURS = {"exp": "#000000", "elu1": "#0072B2", "taylor2": "#D55E00", "power2": "#009E73"}
-OTHER_COLOURS = ["#E69F00", "#CC79A7", "#56B4E9"]
+# One colour per numerator (exp in black), one line style per form.
+VARIANT_COLOURS = {"exp": BLACK, "elu1": COLOURS[0], "taylor2": COLOURS[1], "power2": COLOURS[2]}
+OTHER_COLOURS = COLOURS[3:6]
 STYLES = {"quadratic": "--", "chunked": "-"}
 MARKERS = {"quadratic": "s", "chunked": "o"}
 
 
 def main() -> None:
-    if len(sys.argv) not in (2, 3):
-        sys.exit(__doc__)
-    src = sys.argv[1]
-    dst = sys.argv[2] if len(sys.argv) == 3 else src.rsplit(".", 1)[0] + ".png"
+    src, stem = plot_style.csv_and_stem(__doc__)
     series = defaultdict(list)
     with open(src, newline="") as f:
         for row in csv.DictReader(f):
@@ -39,9 +32,8 @@ def main() -> None:
                 (int(row["seq_len"]), float(row["ms_per_1k_tokens"]), float(row["min"]), float(row["max"])))
     if not series:
         sys.exit(f"plot_seq_len.py: {src} has no rows")
-    plt.rcParams.update({"font.size": 9, "axes.labelsize": 10, "legend.fontsize": 8.5, "pdf.fonttype": 42})
     fig, ax = plt.subplots(figsize=(7, 4.2), constrained_layout=True)
-    colours = dict(COLOURS)
+    colours = dict(VARIANT_COLOURS)
     for (variant, form), points in sorted(series.items()):
         if variant not in colours:
             colours[variant] = OTHER_COLOURS[len(colours) % len(OTHER_COLOURS)]
@@ -59,9 +51,8 @@ def main() -> None:
     ax.set_title("Training time per token: quadratic vs chunked attention (median, bars: min-max)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(ncol=2)
-    fig.savefig(dst, dpi=200)
-    fig.savefig(dst.rsplit(".", 1)[0] + ".pdf")
-    print(f"wrote {dst} and {dst.rsplit('.', 1)[0]}.pdf")
+    png, pdf = plot_style.save(fig, stem)
+    print(f"wrote {png} and {pdf}")
 
 
 if __name__ == "__main__":

@@ -44,10 +44,27 @@ median over seeds as a bar, never a mean with error bars.
                     cache at the longest input), log scale; colour: the
                     series (the head count when swept), marker: the variant.
                     Drawn when the state size differs between runs.
+  chosen_loss_curves  when summary.csv's lr_selected marks runs (train.lr
+                    swept): validation and test loss against step (not
+                    train: noisy) of each variant at its chosen learning
+                    rate only, one line per variant named by its swept keys
+                    but train.lr plus "lr X"; median, min-max band, log
+                    scale as loss_curves; legend best first.
+  chosen_final      the same runs as a horizontal dot plot, one row per
+                    variant, best on top: every seed a point, the median a
+                    tick. Text: final test bits per byte (loss / ln 2), with
+                    the unigram and bigram baselines as vertical lines when
+                    they fit the axis (else named in the title); other
+                    tasks: final test token (and sequence) accuracy.
 
 Curves with more than MAX_CURVES sweep points are split into rows of panels
 by a swept key with 2-4 values (e.g. one row per denominator). docs/plots.md
 describes every figure.
+
+With ATTNLAB_PLOT_LOG=FILE set, every figure also appends one JSON line to
+FILE: its legend labels and, per panel, the title, y tick labels and labelled
+lines (what tests/tools/check_plots.py checks). The shared style is
+scripts/plot_style.py.
 
 Errors (exit code 2): no summary.csv, a run whose metrics are missing, a
 summary without the expected columns, no matplotlib. Needs Debian's
@@ -55,33 +72,22 @@ python3-matplotlib and python3-numpy, nothing else.
 """
 import argparse
 import csv
+import json
 import math
 import os
 import re
 import sys
 from collections import OrderedDict
 
-try:
-    import matplotlib
+import plot_style
+from plot_style import InputError, MARKERS, style
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-    from matplotlib.lines import Line2D
-    from matplotlib.ticker import LogFormatterSciNotation
-except ImportError as missing:
-    print(f"plot_sweep.py: {sys.executable} cannot import {missing.name or 'matplotlib'}; install Debian's "
-          "python3-matplotlib and python3-numpy (apt-get install python3-matplotlib python3-numpy) and run "
-          "this script with /usr/bin/python3", file=sys.stderr)
-    sys.exit(2)
+plt = plot_style.load_pyplot("plot_sweep.py", with_numpy=True)
+# After load_pyplot, which turns a missing matplotlib or numpy into one line and exit code 2.
+import numpy as np  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.ticker import LogFormatterSciNotation  # noqa: E402
 
-DPI = 200
-# Okabe & Ito's colour-blind-safe palette without its yellow (too pale for
-# lines on white); series beyond 7 change line style, every series has its
-# own marker, so no two series look alike.
-COLOURS = ["#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#000000"]
-LINESTYLES = ["-", "--", ":", "-."]
-MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h"]
 SPLITS = ["train", "val", "test"]
 MAX_CURVES = 7  # sweep points drawn in one panel of curves; more are split into rows
 ACCURACIES = [("token_acc", "token accuracy"), ("seq_acc", "sequence accuracy")]
@@ -106,26 +112,6 @@ READABLE = {
     "train.batch": "batch",
     "task.kind": "task",
 }
-STYLE = {
-    "font.size": 9,
-    "axes.titlesize": 10,
-    "axes.labelsize": 10,
-    "legend.fontsize": 8.5,
-    "legend.title_fontsize": 9,
-    "xtick.labelsize": 8.5,
-    "ytick.labelsize": 8.5,
-    "figure.titlesize": 11,
-    "axes.grid": True,
-    "grid.alpha": 0.3,
-    "pdf.fonttype": 42,  # TrueType in the PDF: editable text, accepted by publishers
-    "savefig.dpi": DPI,
-}
-
-
-class InputError(Exception):
-    """A results folder that cannot be plotted; main() prints it and exits 2."""
-
-
 # ---------------------------------------------------------------- reading
 
 
@@ -204,7 +190,14 @@ class Run:
         return v if v not in ("", None) else self.config.get(key, "")
 
     def final(self, metric):
+        if metric == "bits_per_byte":  # the loss in nats / ln 2 (also for summaries without that column)
+            loss = self.final("loss")
+            return loss / math.log(2) if loss is not None else None
         return number(self.row.get(f"final_test_{metric}"))
+
+    @property
+    def lr_selected(self):
+        return self.row.get("lr_selected", "").strip().lower() == "true"
 
     @property
     def diverged(self):
@@ -323,6 +316,8 @@ def piece(run, key):
         return f"clamp {v}" if v else ""
     if key == "model.heads":
         return heads_name(run)
+    if v in ("true", "false"):  # a switch: named when on ("output gate"), left out when off
+        return readable(key) if v == "true" else ""
     return f"{readable(key)} {v}" if v else ""
 
 
@@ -363,18 +358,24 @@ def group_by(runs, name_of):
     return groups
 
 
-def style(i):
-    """Colour, line style and marker of series i: unique for every i < 28."""
-    return {"color": COLOURS[i % len(COLOURS)], "linestyle": LINESTYLES[(i // len(COLOURS)) % len(LINESTYLES)],
-            "marker": MARKERS[i % len(MARKERS)]}
-
-
 def save(fig, out_dir, name, written):
-    for ext in ("png", "pdf"):
-        path = os.path.join(out_dir, f"{name}.{ext}")
-        fig.savefig(path, dpi=DPI, bbox_inches="tight")
-        written.append(path)
-    plt.close(fig)
+    log_drawn(fig, name)
+    written.extend(plot_style.save(fig, os.path.join(out_dir, name)))
+
+
+def log_drawn(fig, name):
+    """For the plots test: with $ATTNLAB_PLOT_LOG set, appends one JSON line per figure to that file: its
+    legend labels and, per panel, its title, y tick labels and the labels of its labelled lines."""
+    path = os.environ.get("ATTNLAB_PLOT_LOG")
+    if not path:
+        return
+    fig.canvas.draw()  # tick labels are filled in when the figure is drawn
+    entry = {"figure": name, "legend": [t.get_text() for legend in fig.legends for t in legend.get_texts()],
+             "axes": [{"title": ax.get_title(), "yticklabels": [t.get_text() for t in ax.get_yticklabels()],
+                       "lines": [ln.get_label() for ln in ax.lines if not ln.get_label().startswith("_")]}
+                      for ax in fig.axes if ax.get_visible()]}
+    with open(path, "a") as f:
+        f.write(json.dumps(entry) + "\n")
 
 
 def new_figure(rows, cols, width, height, **kw):
@@ -387,8 +388,8 @@ def finish(fig, title):
     fig.suptitle(title)
 
 
-def outside_legend(fig, handles, labels, title):
-    fig.legend(handles, labels, title=title, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+def outside_legend(fig, handles, labels, title, ncol=1):
+    fig.legend(handles, labels, title=title, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False, ncol=ncol)
 
 
 def seed_and_median_handles(runs, median_handle):
@@ -427,12 +428,12 @@ def splits_present(runs):
     return [s for s in SPLITS if s in present] or ["test"]
 
 
-def curve_figure(panels, series, metrics, splits, title, log_y):
+def curve_figure(panels, series, metrics, splits, title, log_y, panel_height=2.9):
     """One row per panel group and metric, one column per split; one line per series with its min-max band.
 
     panels: {panel name: {series name: runs}}; a series keeps its style in every panel."""
     rows = [(p, m) for p in panels for m in metrics]
-    fig, axes = new_figure(len(rows), len(splits), 4.2 * len(splits), 2.9 * len(rows) + 0.5, sharex=True)
+    fig, axes = new_figure(len(rows), len(splits), 4.2 * len(splits), panel_height * len(rows) + 0.5, sharex=True)
     for ri, (panel, (metric, metric_name)) in enumerate(rows):
         for ci, split in enumerate(splits):
             ax = axes[ri][ci]
@@ -443,7 +444,7 @@ def curve_figure(panels, series, metrics, splits, title, log_y):
                     continue
                 ax.fill_between(steps, lo, hi, color=st["color"], alpha=0.12, lw=0)
                 ax.plot(steps, med, color=st["color"], ls=st["linestyle"], marker=st["marker"], ms=3.5, lw=1.4,
-                        markevery=max(1, len(steps) // 8))
+                        markevery=max(1, len(steps) // 8), label=label)
             ax.set_title(f"{split}, {panel}" if panel else split)
             ax.set_ylabel(f"{split} {metric_name}")
             if log_y:
@@ -484,17 +485,24 @@ def seed_offsets(n, width):
     return [0.0] if n == 1 else list(np.linspace(-width / 2, width / 2, n))
 
 
-def draw_seeds(ax, x, runs, metric, st, width):
-    """Every seed's final value as a point, the median as a bar; returns the median (None if no value)."""
+def draw_seeds(ax, x, runs, metric, st, width, horizontal=False):
+    """Every seed's final value as a point, the median as a bar; returns the median (None if no value).
+
+    x: the category's position; horizontal: the values run along the x axis, the categories down the y axis."""
     vals = [(r.final(metric), r.diverged) for r in runs]
     vals = [(v, d) for v, d in vals if v is not None]
     if not vals:
         return None
+
+    def at(position, value):  # (x, y) of the plot call
+        return (value, position) if horizontal else (position, value)
+
     for (v, d), dx in zip(vals, seed_offsets(len(vals), width * 0.6)):
-        ax.plot(x + dx, v, ls="none", marker="x" if d else st["marker"], ms=5, color=st["color"], alpha=0.75,
+        ax.plot(*at(x + dx, v), ls="none", marker="x" if d else st["marker"], ms=5, color=st["color"], alpha=0.75,
                 mec="white" if not d else st["color"], mew=0.5 if not d else 1.2, zorder=4)
     med = float(np.median([v for v, _ in vals]))
-    ax.plot([x - width / 2, x + width / 2], [med, med], color=st["color"], lw=2.5, solid_capstyle="butt", zorder=3)
+    ax.plot(*at([x - width / 2, x + width / 2], [med, med]), color=st["color"], lw=2.5, solid_capstyle="butt",
+            zorder=3)
     return med
 
 
@@ -662,6 +670,114 @@ def state_figure(runs, group_of, group_title, title):
     return fig
 
 
+# ---------------------------------------------------------------- chosen learning rate
+
+VARIANT_KEYS = ("attention.numerator", "attention.order")
+CHOSEN = "at its chosen learning rate"
+LEGEND_ROWS = 24  # legend entries per column; more entries take more columns
+
+
+def chosen_groups(runs, keys, metric, lower_is_better):
+    """The runs marked lr_selected, one group per variant named "<its swept keys but train.lr>, lr X", best
+    first by the median final test `metric`; {} when no run is marked."""
+    keys = [k for k in keys if k != "train.lr"]
+    keys = [k for k in keys if k in VARIANT_KEYS] + [k for k in keys if k not in VARIANT_KEYS]  # the variant first
+
+    def label(r):
+        return ", ".join(p for p in (describe(r, keys), f"lr {r.get('train.lr')}") if p)
+
+    groups = group_by([r for r in runs if r.lr_selected], label)
+
+    def rank(item):  # groups without a value last
+        vals = [v for v in (r.final(metric) for r in item[1]) if v is not None]
+        if not vals:
+            return (1, 0.0)
+        med = float(np.median(vals))
+        return (0, med if lower_is_better else -med)
+
+    return OrderedDict(sorted(groups.items(), key=rank))
+
+
+def chosen_curves(groups, title, out_dir, name, written):
+    """Validation and test loss against step, one line per variant at its chosen rate (median, min-max band)."""
+    series = list(groups)
+    runs = [r for g in groups.values() for r in g]
+    splits = [s for s in splits_present(runs) if s != "train"] or ["test"]  # train loss is noisy
+    loss_name = "loss (nats/byte)" if is_text(runs) else "loss (nats)"
+    # Taller panels for many variants, so that the legend beside them stays one column and the lines apart.
+    fig = curve_figure({"": groups}, series, [("loss", loss_name)], splits,
+                       f"{title}: loss against step, each variant {CHOSEN}; line: median, band: min-max over seeds",
+                       True, panel_height=max(2.9, 0.6 + 0.17 * min(len(series), LEGEND_ROWS)))
+    outside_legend(fig, series_handles(series), series, f"variant {CHOSEN} (best first)",
+                   ncol=math.ceil(len(series) / LEGEND_ROWS))
+    save(fig, out_dir, name, written)
+
+
+def baselines(runs, lo, hi):
+    """The unigram and bigram test bits per byte of summary.csv as (name, value, fits): fits when drawing it
+    keeps the data on at least half the axis (else the title names it)."""
+    span = max(hi - lo, 0.05 * abs(hi), 1e-9)
+    found = []
+    for name in ("unigram", "bigram"):
+        vals = [v for v in (number(r.row.get(f"{name}_test_bits_per_byte")) for r in runs) if v is not None]
+        if vals:
+            b = vals[0]
+            found.append((name, b, max(hi, b) - min(lo, b) <= 2 * span))
+    return found
+
+
+def chosen_final(groups, title, out_dir, name, written):
+    """Final test values, one row per variant at its chosen rate, best on top: every seed a point, the median a
+    tick. Text: bits per byte, with the unigram and bigram baselines; other tasks: token (and sequence) accuracy."""
+    runs = [r for g in groups.values() for r in g]
+    text = is_text(runs)
+    if text:
+        metrics = [("bits_per_byte", "final test loss (bits per byte = loss / ln 2)")]
+    else:
+        metrics = [(m, f"final test {name}") for m, name in ACCURACIES
+                   if m == "token_acc" or any(r.final(m) is not None for r in runs)]
+    n = len(groups)
+    fig, axes = new_figure(1, len(metrics), 4.6 * len(metrics) + 2.0, max(2.8, 1.4 + 0.3 * n), sharey=True)
+    notes, extra_handles, extra_labels = [], [], []
+    for ax, (metric, metric_name) in zip(axes[0], metrics):
+        values = []
+        for i, members in enumerate(groups.values()):
+            draw_seeds(ax, n - 1 - i, members, metric, style(i), 0.6, horizontal=True)
+            values += [v for v in (r.final(metric) for r in members) if v is not None]
+        if text and values:
+            for (bname, b, fits), ls in zip(baselines(runs, min(values), max(values)), (":", "--")):
+                if fits:
+                    line = ax.axvline(b, color="0.35", ls=ls, lw=1.2, zorder=1, label=f"{bname} baseline")
+                    extra_handles.append(line)
+                    extra_labels.append(f"{bname} baseline ({b:.2f})")
+                else:
+                    notes.append(f"{bname} {b:.2f}")
+        if not text:
+            ax.set_xlim(-0.03, 1.03)
+        ax.set_xlabel(metric_name)
+        ax.grid(axis="y", visible=False)
+    axes[0][0].set_yticks(range(n))
+    axes[0][0].set_yticklabels(list(reversed(groups)))
+    axes[0][0].set_ylim(-0.6, n - 0.4)
+    tick = Line2D([], [], color="0.3", marker="|", ls="none", ms=12, mew=2.5)
+    handles, labels = seed_and_median_handles(runs, tick)
+    what = "final test loss" if text else "final test accuracy"
+    finish(fig, f"{title}: {what}, each variant {CHOSEN} (best on top)" +
+           (f"\nbaselines off the axis (bits per byte): {', '.join(notes)}" if notes else ""))
+    outside_legend(fig, handles + extra_handles, labels + extra_labels, None)
+    save(fig, out_dir, name, written)
+
+
+def chosen_figures(runs, keys, title, prefix, out_dir, written):
+    """chosen_loss_curves and chosen_final when summary.csv marks runs lr_selected; nothing otherwise."""
+    text = is_text(runs)
+    groups = chosen_groups(runs, keys, "bits_per_byte" if text else "token_acc", lower_is_better=text)
+    if not groups:
+        return
+    chosen_curves(groups, title, out_dir, prefix + "chosen_loss_curves", written)
+    chosen_final(groups, title, out_dir, prefix + "chosen_final", written)
+
+
 # ---------------------------------------------------------------- per task
 
 
@@ -727,6 +843,8 @@ def task_figures(runs, swept, title, prefix, out_dir, written):
         fig = state_figure(runs, group_of(rest), legend_title(rest), f"{title}: {final} against state size")
         save(fig, out_dir, prefix + "by_state", written)
 
+    chosen_figures(runs, keys, title, prefix, out_dir, written)
+
 
 def plot(results_dir, out_dir):
     runs, swept = read_results(results_dir)
@@ -755,15 +873,7 @@ def main():
     ap.add_argument("results_dir")
     ap.add_argument("--out", help="folder for the figures (default RESULTS_DIR/plots)")
     args = ap.parse_args()
-    plt.rcParams.update(STYLE)
-    try:
-        written = plot(args.results_dir, args.out or os.path.join(args.results_dir, "plots"))
-    except InputError as e:
-        print(f"plot_sweep.py: {e}", file=sys.stderr)
-        return 2
-    for w in written:
-        print("wrote", w)
-    return 0
+    return plot_style.report("plot_sweep.py", lambda: plot(args.results_dir, args.out or os.path.join(args.results_dir, "plots")))
 
 
 if __name__ == "__main__":

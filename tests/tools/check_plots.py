@@ -6,9 +6,15 @@ Runs the script with this interpreter (ctest: $ATTNLAB_PYTHON or /usr/bin/python
 and checks that every expected figure exists as PNG and PDF, each PNG at
 >= 200 dpi (its pHYs chunk) and of a plausible pixel size, and that a folder
 with missing files, or an interpreter without matplotlib, gives one clear
-error line and exit code 2. Fails (never skips) when matplotlib is missing.
-Standard library only.
+error line and exit code 2. On the lr_selected fixture it reads what the
+script drew ($ATTNLAB_PLOT_LOG) and checks the chosen_* figures against
+summary.csv: only the lr_selected runs, one per variant at its rate, sorted
+by the median final test loss in bits per byte. Fails (never skips) when
+matplotlib is missing. Standard library only.
 """
+import csv
+import json
+import math
 import os
 import shutil
 import struct
@@ -23,6 +29,10 @@ FIXTURES = {
     # with a clamp, one diverged run
     "curves": [f"{task}_{fig}" for task in ("lookup", "copy")
                for fig in ("loss_curves", "accuracy_curves", "by_denominator")],
+    # curves.csv only, text task, numerator and train.lr swept, summary.csv
+    # with lr_selected and the unigram/bigram baselines
+    "lr_selected": ["loss_curves", "accuracy_curves", "by_numerator", "by_state", "chosen_loss_curves",
+                    "chosen_final"],
 }
 failures = []
 
@@ -57,9 +67,19 @@ def run(script, *args, env=None):
     return subprocess.run([sys.executable, script, *args], capture_output=True, text=True, env=env)
 
 
+def drawn(log):
+    """{figure: what plot_sweep.py logged of it} from the $ATTNLAB_PLOT_LOG file (empty if there is none)."""
+    if not os.path.exists(log):
+        return {}
+    with open(log) as f:
+        return {e["figure"]: e for e in map(json.loads, f)}
+
+
 def check_fixture(script, data, work, name, figures):
+    """Runs plot_sweep.py on a fixture; returns what it drew ({figure: log entry})."""
     out = os.path.join(work, name)
-    res = run(script, os.path.join(data, name), "--out", out)
+    log = os.path.join(work, f"{name}.jsonl")
+    res = run(script, os.path.join(data, name), "--out", out, env=dict(os.environ, ATTNLAB_PLOT_LOG=log))
     check(res.returncode == 0, f"{name}: plot_sweep.py exits 0 (got {res.returncode}: {res.stderr.strip()})")
     expected = {f"{fig}.{ext}" for fig in figures for ext in ("png", "pdf")}
     present = set(os.listdir(out)) if os.path.isdir(out) else set()
@@ -74,6 +94,75 @@ def check_fixture(script, data, work, name, figures):
         if os.path.exists(pdf):
             with open(pdf, "rb") as f:
                 check(f.read(5) == b"%PDF-", f"{name}/{fig}.pdf is a PDF")
+    return drawn(log)
+
+
+def chosen_variants(summary):
+    """{numerator: (chosen lr, median final test bits per byte)} of the lr_selected runs of summary.csv,
+    the bits computed here from final_test_loss (nats) / ln 2."""
+    with open(summary, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["lr_selected"] == "true"]
+    variants = {}
+    for r in rows:
+        variants.setdefault(r["attention.numerator"], (r["train.lr"], []))[1].append(
+            float(r["final_test_loss"]) / math.log(2))
+    for name, (lr, bits) in variants.items():
+        bits.sort()
+        mid = len(bits) // 2
+        variants[name] = (lr, bits[mid] if len(bits) % 2 else (bits[mid - 1] + bits[mid]) / 2)
+    return variants
+
+
+def check_chosen(data, figures):
+    """chosen_loss_curves and chosen_final of the lr_selected fixture draw each variant at its chosen rate only."""
+    summary = os.path.join(data, "lr_selected", "summary.csv")
+    variants = chosen_variants(summary)
+    check(len(variants) == 2 and len({lr for lr, _ in variants.values()}) == 2,
+          f"lr_selected fixture: two variants, chosen at different rates ({variants})")
+
+    def names_variant_at_its_rate(label):
+        return any(label.startswith(f"{v}, ") and label.endswith(f"lr {lr}") for v, (lr, _) in variants.items())
+
+    curves = figures.get("chosen_loss_curves", {"axes": [], "legend": []})
+    check([a["title"] for a in curves["axes"]] == ["val", "test"],
+          f"chosen_loss_curves: validation and test panels only (got {[a['title'] for a in curves['axes']]})")
+    for a in curves["axes"]:
+        check(len(a["lines"]) == len(variants) and all(names_variant_at_its_rate(x) for x in a["lines"]),
+              f"chosen_loss_curves/{a['title']}: one line per variant, at its chosen rate (got {a['lines']})")
+    check(sorted(curves["legend"]) == sorted(curves["axes"][0]["lines"] if curves["axes"] else [None]),
+          f"chosen_loss_curves: the legend names the drawn lines (got {curves['legend']})")
+
+    final = figures.get("chosen_final", {"axes": [{"yticklabels": [], "lines": []}], "legend": []})
+    rows = list(reversed(final["axes"][0]["yticklabels"]))  # top row first
+    best_first = sorted(variants, key=lambda v: variants[v][1])
+    check(len(rows) == len(variants) and all(names_variant_at_its_rate(x) for x in rows)
+          and [x.split(",")[0] for x in rows] == best_first,
+          f"chosen_final: a row per variant at its chosen rate, lowest median bits per byte on top "
+          f"(got {rows}, expected the order {best_first})")
+    with open(summary, newline="") as f:
+        bigram = float(next(csv.DictReader(f))["bigram_test_bits_per_byte"])
+    lo, hi = min(b for _, b in variants.values()), max(b for _, b in variants.values())
+    check(lo <= bigram <= hi and "bigram baseline" in final["axes"][0]["lines"],
+          f"chosen_final: the bigram baseline ({bigram:.2f}, between the medians) is drawn "
+          f"(got {final['axes'][0]['lines']})")
+
+
+def check_no_chosen(script, data, work):
+    """A summary whose lr_selected column marks no run writes no chosen_* figure."""
+    folder = os.path.join(work, "none_selected")
+    shutil.copytree(os.path.join(data, "lr_selected"), folder)
+    with open(os.path.join(folder, "summary.csv"), newline="") as f:
+        reader = csv.DictReader(f)
+        header, rows = reader.fieldnames, list(reader)
+    with open(os.path.join(folder, "summary.csv"), "w", newline="") as f:
+        writer = csv.DictWriter(f, header)
+        writer.writeheader()
+        writer.writerows(dict(r, lr_selected="false") for r in rows)
+    out = os.path.join(folder, "plots")
+    res = run(script, folder, "--out", out)
+    present = set(os.listdir(out)) if os.path.isdir(out) else set()
+    check(res.returncode == 0 and present and not any(f.startswith("chosen_") for f in present),
+          f"lr_selected all false: exit 0, other figures, no chosen_* (got {res.returncode}, {sorted(present)})")
 
 
 def check_error(script, folder, needle, what, env=None):
@@ -90,7 +179,10 @@ def main():
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     for name, figures in FIXTURES.items():
-        check_fixture(script, data, work, name, figures)
+        drawn_figures = check_fixture(script, data, work, name, figures)
+        if name == "lr_selected":
+            check_chosen(data, drawn_figures)
+    check_no_chosen(script, data, work)
 
     empty = os.path.join(work, "empty")
     os.makedirs(empty)

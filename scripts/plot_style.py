@@ -1,0 +1,108 @@
+"""The style every figure of attnlab shares: one place for the palette, the
+markers, the fonts and the way a figure is saved.
+
+Used by scripts/plot_sweep.py, scripts/plot_probe.py, scripts/plot_seq_len.py
+and bench/plot_generate.py. A script in scripts/ imports it directly (Python
+puts the script's folder on sys.path); bench/plot_generate.py first adds
+scripts/ to sys.path.
+
+- load_pyplot(script, ...): matplotlib.pyplot on the Agg backend with the
+  shared rcParams; when matplotlib (or numpy) cannot be imported it prints one
+  line naming the interpreter and the apt-get command, and exits.
+- COLOURS, LINESTYLES, MARKERS and style(i): Okabe & Ito's colour-blind-safe
+  palette without its yellow; series beyond the seventh change line style and
+  every series has its own marker, so no two of the first 28 look alike.
+- save(fig, stem): STEM.png at DPI and STEM.pdf (TrueType fonts), cropped to
+  what is drawn (legends outside the axes included); closes the figure.
+- InputError and report(script, draw): the scripts' common ending: "wrote
+  PATH" per file and exit code 0, or one line "SCRIPT: what is wrong" and 2.
+- csv_and_stem(doc): the arguments of the benchmark plots (CSV [out.png]).
+Standard library only until load_pyplot is called.
+"""
+import sys
+
+DPI = 200
+BLACK = "#000000"
+COLOURS = ["#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", BLACK]
+LINESTYLES = ["-", "--", ":", "-."]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h"]
+RC_PARAMS = {
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.labelsize": 10,
+    "legend.fontsize": 8.5,
+    "legend.title_fontsize": 9,
+    "xtick.labelsize": 8.5,
+    "ytick.labelsize": 8.5,
+    "figure.titlesize": 11,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "pdf.fonttype": 42,  # TrueType in the PDF: editable text, accepted by publishers
+    "savefig.dpi": DPI,
+}
+
+
+def load_pyplot(script, exit_code=2, with_numpy=False):
+    """matplotlib.pyplot (Agg backend, RC_PARAMS applied); exits with exit_code and one line when it is missing.
+
+    script: the caller's file name, which starts the error line; with_numpy: numpy is needed too."""
+    packages = ["python3-matplotlib"] + (["python3-numpy"] if with_numpy else [])
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        if with_numpy:
+            import numpy  # noqa: F401  (imported here so that a missing numpy gets the same one-line error)
+    except ImportError as missing:
+        print(f"{script}: {sys.executable} cannot import {missing.name or 'matplotlib'}; install Debian's "
+              f"{' and '.join(packages)} (apt-get install {' '.join(packages)}) and run this script with "
+              "/usr/bin/python3", file=sys.stderr)
+        sys.exit(exit_code)
+    plt.rcParams.update(RC_PARAMS)
+    return plt
+
+
+def style(i):
+    """Colour, line style and marker of series i: unique for every i < 28."""
+    return {"color": COLOURS[i % len(COLOURS)], "linestyle": LINESTYLES[(i // len(COLOURS)) % len(LINESTYLES)],
+            "marker": MARKERS[i % len(MARKERS)]}
+
+
+def save(fig, stem):
+    """Writes STEM.png (DPI) and STEM.pdf, cropped to what is drawn, closes the figure; returns the two paths."""
+    import matplotlib.pyplot as plt
+
+    paths = []
+    for ext in ("png", "pdf"):
+        path = f"{stem}.{ext}"
+        fig.savefig(path, dpi=DPI, bbox_inches="tight")
+        paths.append(path)
+    plt.close(fig)
+    return paths
+
+
+class InputError(Exception):
+    """An input that cannot be plotted; report() prints it in one line and returns 2."""
+
+
+def report(script, draw):
+    """Runs draw() (which returns the paths it wrote) and says what it wrote; returns the exit code."""
+    try:
+        written = draw()
+    except InputError as e:
+        print(f"{script}: {e}", file=sys.stderr)
+        return 2
+    for path in written:
+        print("wrote", path)
+    return 0
+
+
+def csv_and_stem(doc):
+    """CSV [out.png] from the command line: the CSV file and the stem of the figure (default: the CSV's)."""
+    if len(sys.argv) not in (2, 3):
+        sys.exit(doc)
+    src = sys.argv[1]
+    dst = sys.argv[2] if len(sys.argv) == 3 else src.rsplit(".", 1)[0]
+    return src, dst[:-4] if dst.endswith(".png") else dst
