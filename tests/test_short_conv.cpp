@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "attnlab/model/buffer_plan.hpp"
 #include "attnlab/model/generator.hpp"
 #include "attnlab/spec/spec.hpp"
 #include "attnlab/tasks/task.hpp"
@@ -40,8 +41,8 @@ transformer<double> random_model(const model_config& m, const attention_config& 
 }
 
 // Per-position losses of B sequences of tokens with every position an answer.
-std::vector<double> losses_at_every_position(transformer<double>& model, const std::vector<std::int32_t>& tokens,
-                                             int B, int T) {
+std::vector<double> losses_at_every_position(transformer<double>& model, const std::vector<std::int32_t>& tokens, int B,
+                                             int T) {
     std::vector<std::int32_t> targets(tokens.size());
     for (std::size_t i = 0; i < tokens.size(); ++i) targets[i] = static_cast<std::int32_t>((3 * i + 1) % 7);
     model.forward(tokens.data(), targets.data(), B, T);
@@ -197,11 +198,11 @@ const std::string conv_spec =
     "name: t\n"  // 1
     "base:\n"    // 2
     "  task: {kind: lookup, vocab: 64, seq_len: 32, pairs: 4}\n"
-    "  model:\n"               // 4
-    "    layers: 1\n"          // 5
-    "    d_model: 16\n"        // 6
-    "    heads: 2\n"           // 7
-    "    short_conv: 3\n"      // 8
+    "  model:\n"           // 4
+    "    layers: 1\n"      // 5
+    "    d_model: 16\n"    // 6
+    "    heads: 2\n"       // 7
+    "    short_conv: 3\n"  // 8
     "  attention: {numerator: exp, denominator: softmax}\n"
     "  train: {steps: 10, lr: 0.01, warmup: 1}\n";
 
@@ -278,4 +279,25 @@ TEST_CASE("lookup 64 tokens / 8 pairs: short_conv 3 learns it in 400 steps, the 
     };
     CHECK(test_acc(3) >= 0.9);
     CHECK(test_acc(0) < 0.5);
+}
+
+TEST_CASE("buffer plan: short_conv adds its (K, 3C) weights and one (N, 3C) input per layer",
+          "[short_conv][memory_estimate]") {
+    buffer_plan_input in;
+    in.model = small_model(3, 16);
+    in.vocab = 11;
+    in.max_T = 9;
+    in.B = 4;
+    in.T = 9;
+    const buffer_plan plain = plan_model_buffers(in);
+    in.model.short_conv = 5;
+    const buffer_plan conv = plan_model_buffers(in);
+    const std::size_t L = 3, K = 5, C = 16, N = 4 * 9;
+    CHECK(conv.param_count - plain.param_count == L * K * 3 * C);
+    CHECK(plain.bytes(buffer_group::activations) + L * N * 3 * C * sizeof(float) ==
+          conv.bytes(buffer_group::activations));
+    CHECK(conv[model_buffer::qkv_in].kept_for_backward);
+    // and the model allocates what the plan says
+    transformer<float> model(in.model, attention_config{}, in.vocab, in.max_T);
+    CHECK(model.params.size() == conv.param_count);
 }
