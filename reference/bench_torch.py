@@ -111,6 +111,9 @@ def init_params(ref_cfg: dict, seed: int) -> dict[str, torch.Tensor]:
     probe.HS = probe.D // probe.H
     probe.position, probe.mlp, probe.att = m.get("position", "rope"), m.get("mlp", "swiglu"), dict(a)
     probe.in_gate = bool(a.get("in_gate", False))
+    probe.short_conv = int(m.get("short_conv", 0))
+    if probe.short_conv:  # the benchmark's PyTorch model (torch_forward) has none
+        raise ValueError("bench_torch: model.short_conv is not benchmarked")
     probe.out_gate = bool(a.get("out_gate", False)) or a["denominator"] == "gate"
     residual_std = 0.02 / math.sqrt(2 * probe.layers)
     params = {}

@@ -155,6 +155,11 @@ def cases() -> list[tuple[str, dict]]:
                                           "attention": variant("taylor", "norm", 3)}),
         # eps 3 sits inside the range of |q|, |k| and |u|: both branches of max(|x|, eps)
         ("cosine/norm eps=3", {"attention": variant("cosine", "norm", eps=3.0)}),
+        ("exp/softmax short_conv=3", {"model": {"short_conv": 3}}),
+        ("elu1/softmax short_conv=4 position=none", {"model": {"short_conv": 4, "position": "none"},
+                                                     "attention": variant("elu1", "softmax")}),
+        ("taylor2/norm short_conv=2 mlp=gelu in_gate", {"model": {"short_conv": 2, "mlp": "gelu"},
+                                                        "attention": variant("taylor", "norm", in_gate=True)}),
         ("exp/softmax task=copy", {"task": {"kind": "copy", "vocab": 8, "min_len": 2, "max_len": 4}}),
         # the learned table covers the longer test inputs: T_max = 10 > T = 8
         ("elu1/softmax task=copy position=learned",

@@ -41,12 +41,13 @@ namespace {
 
 // A tiny lookup run: 4 test examples of 8 tokens, d_model 16 in 2 heads,
 // batch 3 (so the probe forwards a chunk of 3 and one of 1).
-run_config probe_config(int layers, const std::string& position, const std::string& attention) {
+run_config probe_config(int layers, const std::string& position, const std::string& attention, int short_conv = 0) {
     const std::string yaml =
         "name: probe\nbase:\n  seed: 3\n"
         "  task: {kind: lookup, vocab: 16, seq_len: 8, pairs: 2, test_examples: 4}\n"
         "  model: {layers: " +
         std::to_string(layers) + ", d_model: 16, heads: 2, position: " + position +
+        ", short_conv: " + std::to_string(short_conv) +
         "}\n"
         "  attention: " +
         attention + "\n  train: {steps: 10, batch: 3, lr: 1.0e-3, warmup: 2}\n";
@@ -56,7 +57,8 @@ run_config probe_config(int layers, const std::string& position, const std::stri
 float* param(transformer<float>& m, std::size_t offset) { return m.params.data() + offset; }
 
 // Random parameters with q and k scaled up so that scores reach several
-// units (orders up to ~10 matter), and every block but the last with a zero
+// units (orders up to ~10 matter), short convolution taps (when present)
+// away from the identity, and every block but the last with a zero
 // output (attention o and MLP down): each block's input is then the
 // embedding, which the reference below computes by hand.
 transformer<float> scaled_model(const run_config& cfg) {
@@ -70,6 +72,8 @@ transformer<float> scaled_model(const run_config& cfg) {
             param(m, bo.k)[i] *= 25.0f;
         }
         for (int c = 0; c < C; ++c) param(m, bo.attn_norm)[c] = 1.0f + 0.05f * static_cast<float>(c % 5);
+        for (int i = 0; bo.short_conv != block_offsets::npos && i < cfg.model.short_conv * 3 * C; ++i)
+            param(m, bo.short_conv)[i] += 0.1f * static_cast<float>(i % 7) - 0.3f;
         if (l + 1 < cfg.model.layers) {
             std::fill_n(param(m, bo.o), C * C, 0.0f);
             std::fill_n(param(m, bo.mlp_down), static_cast<std::size_t>(C) * resolved_mlp_hidden(cfg.model), 0.0f);
@@ -93,7 +97,8 @@ struct reference_head {
 
 // The probe of one head recomputed from the parameters in double, for a
 // block whose input is the embedding (+ learned position): RMSNorm, q and k
-// as W x, RoPE by its formula (rotate-half, base 10000), s = q.k / sqrt(HS),
+// as W x, the short convolution sum_i w[i] x[t - i] within the example,
+// RoPE by its formula (rotate-half, base 10000), s = q.k / sqrt(HS),
 // min(s, clamp), and |s|^m / m! by pow and tgamma.
 reference_head reference(const transformer<float>& m, const run_config& cfg, const batch& data, int examples, int layer,
                          int head, int M) {
@@ -127,16 +132,30 @@ reference_head reference(const transformer<float>& m, const run_config& cfg, con
                     qt[i] += P[bo.q + row] * x[c];
                     kt[i] += P[bo.k + row] * x[c];
                 }
-            if (cfg.model.position == position_kind::rope)
-                for (std::vector<double>* v : {&qt, &kt}) {
-                    const std::vector<double> u = *v;
-                    for (int i = 0; i < HS / 2; ++i) {
-                        const double angle = t * std::pow(10000.0, -2.0 * i / HS);
-                        (*v)[i] = u[i] * std::cos(angle) - u[i + HS / 2] * std::sin(angle);
-                        (*v)[i + HS / 2] = u[i + HS / 2] * std::cos(angle) + u[i] * std::sin(angle);
+        }
+        if (cfg.model.short_conv > 0) {  // w (K, 3C): q's channels first, then k's
+            const std::vector<std::vector<double>> q_in = q, k_in = k;
+            for (int t = 0; t < T; ++t)
+                for (int i = 0; i < HS; ++i) {
+                    double qs = 0, ks = 0;
+                    for (int d = 0; d < cfg.model.short_conv && d <= t; ++d) {
+                        const std::size_t tap = bo.short_conv + static_cast<std::size_t>(d) * 3 * C + head * HS + i;
+                        qs += P[tap] * q_in[t - d][i];
+                        ks += P[tap + C] * k_in[t - d][i];
                     }
+                    q[t][i] = qs;
+                    k[t][i] = ks;
                 }
         }
+        for (int t = 0; t < T && cfg.model.position == position_kind::rope; ++t)
+            for (std::vector<double>* v : {&q[t], &k[t]}) {
+                const std::vector<double> u = *v;
+                for (int i = 0; i < HS / 2; ++i) {
+                    const double angle = t * std::pow(10000.0, -2.0 * i / HS);
+                    (*v)[i] = u[i] * std::cos(angle) - u[i + HS / 2] * std::sin(angle);
+                    (*v)[i + HS / 2] = u[i + HS / 2] * std::cos(angle) + u[i] * std::sin(angle);
+                }
+            }
         for (int t = 0; t < T; ++t)
             for (int j = 0; j <= t; ++j) {
                 double s = 0;
@@ -193,16 +212,20 @@ TEST_CASE("probe: mean terms, mean and max |s| equal an independent computation 
         int layers;
         const char* position;
         const char* attention;
+        int short_conv;
     };
     const variant v = GENERATE(values<variant>({
-        {"rope, exp", 1, "rope", "{numerator: exp, denominator: softmax}"},
-        {"learned positions, taylor-2", 1, "learned", "{numerator: taylor, order: 2, denominator: norm}"},
-        {"rope, clamp 1.5", 1, "rope", "{numerator: exp, clamp: 1.5, denominator: length}"},
-        {"2 layers, no positions, power-2", 2, "none", "{numerator: power, order: 2, denominator: norm}"},
-        {"linear (a score kernel too)", 1, "rope", "{numerator: linear, denominator: norm}"},
+        {"rope, exp", 1, "rope", "{numerator: exp, denominator: softmax}", 0},
+        {"rope, exp, short_conv 3", 1, "rope", "{numerator: exp, denominator: softmax}", 3},
+        {"2 layers, learned positions, taylor-2, short_conv 2", 2, "learned",
+         "{numerator: taylor, order: 2, denominator: norm}", 2},
+        {"learned positions, taylor-2", 1, "learned", "{numerator: taylor, order: 2, denominator: norm}", 0},
+        {"rope, clamp 1.5", 1, "rope", "{numerator: exp, clamp: 1.5, denominator: length}", 0},
+        {"2 layers, no positions, power-2", 2, "none", "{numerator: power, order: 2, denominator: norm}", 0},
+        {"linear (a score kernel too)", 1, "rope", "{numerator: linear, denominator: norm}", 0},
     }));
     INFO(v.name);
-    const run_config cfg = probe_config(v.layers, v.position, v.attention);
+    const run_config cfg = probe_config(v.layers, v.position, v.attention, v.short_conv);
     const transformer<float> model = scaled_model(cfg);
     temp_dir dir;
     write_run_dir(dir / "run", cfg, model);

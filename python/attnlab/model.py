@@ -12,6 +12,8 @@ layers and Taylor orders, so the model can be timed as it is.
 
     x = embed[tokens] (+ pos[t] for position: learned)
     per block:  n = RMSNorm(x);  x += o(Attn(n));  x += MLP(RMSNorm(x))
+    (with model.short_conv K: q, k, v = a causal depthwise convolution of their
+    projections over time, before RoPE; see short_conv)
     logits = head(RMSNorm(x)) at answer positions;  loss = mean CE there
 
 Attention, per head, j <= t (docs/attention.md):
@@ -83,6 +85,16 @@ def rope(x, cos, sin):
     h = x.shape[-1] // 2
     a, b = x[..., :h], x[..., h:]
     return torch.cat((a * cos - b * sin, b * cos + a * sin), dim=-1)
+
+
+def short_conv(x, w):
+    """Causal depthwise convolution over time: x (B, T, C), w (K, C);
+    y[t] = sum_i w[i] * x[t - i], zero before each sequence's start."""
+    T = x.shape[1]
+    y = x * w[0]
+    for i in range(1, w.shape[0]):
+        y = y + F.pad(x, (0, 0, i, 0))[:, :T] * w[i]  # x shifted i steps later
+    return y
 
 
 def taylor_exp(s, order: int):
@@ -199,6 +211,7 @@ class Reference:
         self.HS = self.D // self.H
         self.position = m.get("position", "rope")
         self.mlp = m.get("mlp", "swiglu")
+        self.short_conv = int(m.get("short_conv", 0))
         self.att = dict(a)
         if a["numerator"] not in NUMERATORS or a["denominator"] not in DENOMINATORS:
             raise ValueError(f"unknown variant {a['numerator']}/{a['denominator']}")
@@ -212,6 +225,8 @@ class Reference:
         for i in range(self.layers):
             b = f"blocks.{i}."
             names += [b + "attn_norm.weight"] + [b + f"attn.{p}.weight" for p in "qkvo"]
+            if self.short_conv:
+                names += [b + "attn.short_conv.weight"]
             if self.in_gate:
                 names += [b + "attn.in_gate.weight", b + "attn.in_gate.bias"]
             if self.out_gate:
@@ -248,6 +263,8 @@ class Reference:
                 shapes[name] = (T_max, D)
             elif leaf in ("q.weight", "k.weight", "v.weight", "o.weight"):
                 shapes[name] = (D, D)
+            elif leaf == "short_conv.weight":
+                shapes[name] = (self.short_conv, 3 * D)
             elif leaf in ("in_gate.weight", "out_gate.weight"):
                 shapes[name] = (H, D)
             elif leaf in ("in_gate.bias", "out_gate.bias"):
@@ -296,9 +313,10 @@ class Reference:
         for i in range(self.layers):
             b = f"blocks.{i}."
             n = rmsnorm(x, P[b + "attn_norm.weight"])
-            q = heads(F.linear(n, P[b + "attn.q.weight"]))
-            k = heads(F.linear(n, P[b + "attn.k.weight"]))
-            v = heads(F.linear(n, P[b + "attn.v.weight"]))
+            q, k, v = (F.linear(n, P[b + f"attn.{p}.weight"]) for p in "qkv")  # (B, T, D) each
+            if self.short_conv:  # one (K, 3D) weight over [q | k | v]
+                q, k, v = short_conv(torch.cat((q, k, v), -1), P[b + "attn.short_conv.weight"]).split(D, -1)
+            q, k, v = heads(q), heads(k), heads(v)
             if self.position == "rope":
                 q, k = rope(q, cos, sin), rope(k, cos, sin)
             o = attention(

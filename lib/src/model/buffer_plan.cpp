@@ -19,7 +19,7 @@ using sz = std::size_t;
 // The dimensions every size is made of (buffer_plan.hpp's legend).
 struct dims {
     sz N, A, C, NH, HS, F, V, L;
-    bool rope, mlp, swiglu, in_gate, out_gate, weight_sum;
+    bool rope, mlp, swiglu, in_gate, out_gate, weight_sum, short_conv;
     attention_cache_size cache;      // one layer's
     attention_scratch_size scratch;  // one shard's
     sz rope_table, P, shards;
@@ -40,6 +40,7 @@ dims dims_of(const buffer_plan_input& in, sz P) {
     d.rope = m.position == position_kind::rope;
     d.mlp = m.mlp != mlp_kind::none;
     d.swiglu = m.mlp == mlp_kind::swiglu;
+    d.short_conv = m.short_conv > 0;
     d.in_gate = in.attention.in_gate;
     d.out_gate = uses_out_gate(in.attention);
     d.weight_sum = traits_of(in.attention.denominator).uses_weight_sum;
@@ -75,6 +76,7 @@ buffer_entry plan_entry(model_buffer b, const dims& d) {
         case mb::q:
         case mb::k:
         case mb::v: return act(NC, L, true);
+        case mb::qkv_in: return act(d.short_conv ? mul_saturating(NC, 3) : 0, L, true);  // the convolution's input
         case mb::in_gate: return act(d.in_gate ? NG : 0, L, true);
         case mb::out_gate: return act(d.out_gate ? NG : 0, L, true);
         case mb::heads_out: return act(NC, L, true);

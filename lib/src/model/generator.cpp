@@ -2,6 +2,7 @@
 // ops as transformer::forward on a single row.
 #include "attnlab/model/generator.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace attnlab {
@@ -24,7 +25,10 @@ generator<T>::generator(const transformer<T>& model, state_layout layout, int ma
     for (int l = 0; l < model.config().layers; ++l)
         attn_.push_back(std::make_unique<recurrent_attention<T>>(model.attention(), NH_, HS_, layout));
     if (model.config().position == position_kind::rope) rope_ = std::make_unique<rope_tables<T>>(max_len, HS_);
-    for (auto* v : {&x_, &ln_, &q_raw_, &k_raw_, &q_, &k_, &v_, &att_, &proj_}) v->assign(C_, T(0));
+    for (auto* v : {&x_, &ln_, &q_, &k_, &v_, &att_, &proj_}) v->assign(C_, T(0));
+    qkv_raw_.assign(3 * C_, T(0));
+    qkv_conv_.assign(3 * C_, T(0));
+    conv_hist_.assign(model.config().layers, std::vector<T>(3L * C_ * model.config().short_conv, T(0)));
     g_in_.assign(NH_, T(1));
     g_out_.assign(NH_, T(1));
     for (auto* v : {&fc_gate_, &fc_up_, &act_}) v->assign(F_, T(0));
@@ -36,6 +40,7 @@ generator<T>::generator(const transformer<T>& model, state_layout layout, int ma
 template <class T>
 void generator<T>::reset() {
     for (auto& a : attn_) a->reset(1, max_len_);
+    for (auto& h : conv_hist_) std::fill(h.begin(), h.end(), T(0));
     pos_ = 0;
 }
 
@@ -54,16 +59,24 @@ const std::vector<T>& generator<T>::step(std::int32_t token) {
         const block_offsets& bo = off.blocks[l];
         rmsnorm_forward(ln_.data(), rstd_.data(), x_.data(), p(bo.attn_norm), 1, C, eps);
         const T* none = nullptr;
-        if (rope_) {
-            linear_forward(q_raw_.data(), ln_.data(), p(bo.q), none, 1, C, C);
-            linear_forward(k_raw_.data(), ln_.data(), p(bo.k), none, 1, C, C);
-            rope_forward_at(q_.data(), q_raw_.data(), *rope_, pos_, NH_, HS_);
-            rope_forward_at(k_.data(), k_raw_.data(), *rope_, pos_, NH_, HS_);
-        } else {
-            linear_forward(q_.data(), ln_.data(), p(bo.q), none, 1, C, C);
-            linear_forward(k_.data(), ln_.data(), p(bo.k), none, 1, C, C);
+        // q, k, v as one product of their adjacent (3C, C) weights, as the transformer does
+        linear_forward(qkv_raw_.data(), ln_.data(), p(bo.q), none, 1, C, 3 * C);
+        const T* qkv = qkv_raw_.data();
+        if (bo.short_conv != block_offsets::npos) {
+            std::vector<T>& hist = conv_hist_[l];  // shift by one token, the newest product in row 0
+            std::copy_backward(hist.begin(), hist.end() - 3L * C, hist.end());
+            std::copy_n(qkv_raw_.begin(), 3 * C, hist.begin());
+            short_conv_step(qkv_conv_.data(), hist.data(), p(bo.short_conv), 3 * C, model_.config().short_conv);
+            qkv = qkv_conv_.data();
         }
-        linear_forward(v_.data(), ln_.data(), p(bo.v), none, 1, C, C);
+        if (rope_) {
+            rope_forward_at(q_.data(), qkv, *rope_, pos_, NH_, HS_);
+            rope_forward_at(k_.data(), qkv + C, *rope_, pos_, NH_, HS_);
+        } else {
+            std::copy_n(qkv, C, q_.data());
+            std::copy_n(qkv + C, C, k_.data());
+        }
+        std::copy_n(qkv + 2 * C, C, v_.data());
         if (bo.in_gate != block_offsets::npos) {
             linear_forward(g_in_.data(), ln_.data(), p(bo.in_gate), p(bo.in_gate_bias), 1, C, NH_);
             sigmoid_forward(g_in_.data(), g_in_.data(), NH_);

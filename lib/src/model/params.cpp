@@ -36,6 +36,11 @@ param_layout build_param_layout(const model_config& m, const attention_config& a
         bo.k = p.add(b + "attn.k.weight", {D, D}, param_init::normal, true);
         bo.v = p.add(b + "attn.v.weight", {D, D}, param_init::normal, true);
         bo.o = p.add(b + "attn.o.weight", {D, D}, param_init::normal_residual, true);
+        // Per-channel taps initialised to the identity, like a norm gain: weight
+        // decay would pull them to the zero function, so they have none.
+        if (m.short_conv > 0)
+            bo.short_conv =
+                p.add(b + "attn.short_conv.weight", {m.short_conv, 3 * D}, param_init::first_row_ones, false);
         const int H = m.heads, dv = D / H;
         if (a.in_gate) {
             bo.in_gate = p.add(b + "attn.in_gate.weight", {H, D}, param_init::normal, true);

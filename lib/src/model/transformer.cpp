@@ -114,6 +114,7 @@ void transformer<T>::init_params(std::uint64_t seed) {
                 case param_init::normal_residual: w[i] = static_cast<T>(std_residual * r.normal()); break;
                 case param_init::ones: w[i] = T(1); break;
                 case param_init::zeros: w[i] = T(0); break;
+                case param_init::first_row_ones: w[i] = T(i < static_cast<std::size_t>(t.shape[1]) ? 1 : 0); break;
             }
         }
     }
@@ -145,6 +146,7 @@ void transformer<T>::reserve(int B, int T_len) {
         alloc(a.q, mb::q);
         alloc(a.k, mb::k);
         alloc(a.v, mb::v);
+        alloc(a.qkv_in, mb::qkv_in);
         attn_.init_cache(a.att_cache, cap_B_, cap_T_);  // the plan's cache_* entries
         alloc(a.g_in, mb::in_gate);
         alloc(a.g_out, mb::out_gate);
@@ -266,7 +268,7 @@ void transformer<T>::forward_shard(const shard& sh, attention_scratch<T>& scratc
         // q, k, v as one product of the adjacent (3C, C) weights (wider is faster
         // than three), into the backward's dqkv_ (free until then), then split.
         T* qkv = dqkv_.data() + 3 * rc;  // (N, 3C)
-        linear_forward(qkv, ln1, p(bo.q), (const T*)nullptr, N, C, 3 * C);
+        qkv_forward(qkv, a.qkv_in.empty() ? nullptr : a.qkv_in.data() + 3 * rc, ln1, bo, Bs);
         split_qkv(a.q.data() + rc, a.k.data() + rc, a.v.data() + rc, qkv, N);
         // gates: sigmoid(a_h . x + b_h) per head and position, from the attention input x = ln1
         if (attn_.has_in_gate()) {
@@ -349,6 +351,17 @@ attention_inputs<T> transformer<T>::attention_inputs_of(int l) const {
     if (attn_.has_out_gate()) in.out_gate = a.g_out.data();
     if (bo.out_norm != block_offsets::npos) in.denom_params = p(bo.out_norm);
     return in;
+}
+
+template <class T>
+void transformer<T>::qkv_forward(T* qkv, T* qkv_in, const T* ln1, const block_offsets& bo, int Bs) const {
+    const int C = C_, N = Bs * T_;
+    if (bo.short_conv == block_offsets::npos) {
+        linear_forward(qkv, ln1, p(bo.q), (const T*)nullptr, N, C, 3 * C);
+        return;
+    }
+    linear_forward(qkv_in, ln1, p(bo.q), (const T*)nullptr, N, C, 3 * C);
+    short_conv_forward(qkv, qkv_in, p(bo.short_conv), Bs, T_, 3 * C, m_.short_conv);
 }
 
 template <class T>
@@ -530,6 +543,9 @@ void transformer<T>::backward_shard(const shard& sh, T* grad, attention_scratch<
         // q, k, v weights (and their gradients) are adjacent: one (3C, C) product
         T* dqkv = dqkv_.data() + 3 * rc;  // (N, 3C)
         merge_qkv_grads(dqkv, dq_.data() + rc, dk_.data() + rc, dv_.data() + rc, N);
+        if (bo.short_conv != block_offsets::npos)  // dqkv: the convolution's output gradient -> its input's
+            short_conv_backward(dqkv, G(bo.short_conv), a.qkv_in.data() + 3 * rc, p(bo.short_conv), Bs, Tn, 3 * C,
+                                m_.short_conv);
         const T* ln1 = a.ln1.data() + rc;
         linear_backward(dln, G(bo.q), (T*)nullptr, dqkv, ln1, p(bo.q), N, C, 3 * C, overwrite);
         T* dpre = dgate_pre_.data() + rg;

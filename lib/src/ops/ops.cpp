@@ -202,6 +202,50 @@ void rope_backward(T* dinp, const T* dout, const rope_tables<T>& tab, int B, int
     for (long n = 0; n < N; ++n) rope_backward_at(dinp + n * C, dout + n * C, tab, static_cast<int>(n % Tn), NH, HS);
 }
 
+template <class T>
+void short_conv_forward(T* out, const T* inp, const T* w, int B, int Tn, int C, int K) {
+    for (int b = 0; b < B; ++b)
+        for (int t = 0; t < Tn; ++t) {
+            const long n = static_cast<long>(b) * Tn + t;
+            T* y = out + n * C;
+            const T* x = inp + n * C;
+            for (int c = 0; c < C; ++c) y[c] = w[c] * x[c];
+            for (int i = 1; i < K && i <= t; ++i) {  // taps before the sequence's start are zero
+                const T* xi = x - static_cast<long>(i) * C;
+                const T* wi = w + static_cast<long>(i) * C;
+                for (int c = 0; c < C; ++c) y[c] += wi[c] * xi[c];
+            }
+        }
+}
+
+template <class T>
+void short_conv_backward(T* dinout, T* dw, const T* inp, const T* w, int B, int Tn, int C, int K) {
+    for (int b = 0; b < B; ++b)
+        for (int t = 0; t < Tn; ++t) {
+            const long n = static_cast<long>(b) * Tn + t;
+            T* d = dinout + n * C;                   // dout[t] on entry
+            for (int i = 0; i < K && i <= t; ++i) {  // out[t] read inp[t - i] through w[i]
+                const T* xi = inp + (n - i) * C;
+                T* dwi = dw + static_cast<long>(i) * C;
+                for (int c = 0; c < C; ++c) dwi[c] += d[c] * xi[c];
+            }
+            // dinp[t] = sum_i w[i] dout[t + i]: rows t+1.. still hold dout
+            for (int c = 0; c < C; ++c) d[c] *= w[c];
+            for (int i = 1; i < K && t + i < Tn; ++i) {
+                const T* di = d + static_cast<long>(i) * C;
+                const T* wi = w + static_cast<long>(i) * C;
+                for (int c = 0; c < C; ++c) d[c] += wi[c] * di[c];
+            }
+        }
+}
+
+template <class T>
+void short_conv_step(T* out, const T* hist, const T* w, int C, int K) {
+    for (int c = 0; c < C; ++c) out[c] = w[c] * hist[c];
+    for (int i = 1; i < K; ++i)
+        for (int c = 0; c < C; ++c) out[c] += w[static_cast<long>(i) * C + c] * hist[static_cast<long>(i) * C + c];
+}
+
 // SwiGLU in chunks of rows (vector_math.hpp picks the CPU's vectors).
 constexpr long elementwise_chunk = 1L << 12;
 
@@ -325,6 +369,9 @@ void cross_entropy_backward(T* dlogits, const T* probs, const std::int32_t* targ
     template void rope_backward<T>(T*, const T*, const rope_tables<T>&, int, int, int, int);               \
     template void rope_backward_at<T>(T*, const T*, const rope_tables<T>&, int, int, int);                 \
     template void rope_forward_at<T>(T*, const T*, const rope_tables<T>&, int, int, int);                  \
+    template void short_conv_forward<T>(T*, const T*, const T*, int, int, int, int);                       \
+    template void short_conv_backward<T>(T*, T*, const T*, const T*, int, int, int, int);                  \
+    template void short_conv_step<T>(T*, const T*, const T*, int, int);                                    \
     template void swiglu_forward<T>(T*, const T*, const T*, int, int);                                     \
     template void swiglu_backward<T>(T*, T*, const T*, const T*, const T*, int, int);                      \
     template void swiglu_fused_forward<T>(T*, const T*, int, int);                                         \

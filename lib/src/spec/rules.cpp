@@ -28,6 +28,12 @@ std::vector<rule> model_rules() {
              return "rope needs an even head dim, got d_model/heads = " + to_string(c.model.d_model) + "/" +
                     to_string(c.model.heads) + " = " + to_string(hd);
          }},
+        {{"model.short_conv"},
+         [](const run_config& c) {
+             if (c.model.short_conv != 1) return std::string();
+             return "model.short_conv 1 is no convolution (a per-channel scale): use 0 (off) or a kernel of 2 to " +
+                    to_string(max_short_conv) + " taps";
+         }},
     };
 }
 

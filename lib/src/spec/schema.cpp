@@ -208,6 +208,8 @@ const std::vector<key_def>& schema() {
             enum_key<mlp_kind>("model.mlp", FIELD(model.mlp)),
             int_key("model.mlp_hidden", FIELD(model.mlp_hidden)).at_least(1).only_when(swiglu_only),
             enum_key<position_kind>("model.position", FIELD(model.position)),
+            // 1 (a per-channel scale, not a convolution) is refused by a rule (rules.cpp).
+            written_unless_default(int_key("model.short_conv", FIELD(model.short_conv)).range(0, max_short_conv)),
 
             enum_key<numerator_kind>("attention.numerator", FIELD(attention.numerator)).needed(),
             int_key("attention.order", FIELD(attention.order)).range(1, 20).needed().only_when(takes_order),

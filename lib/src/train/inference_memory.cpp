@@ -55,8 +55,12 @@ inference_memory estimate_generate_memory(const model_config& m, const attention
     model += sz(static_cast<std::size_t>(max_len)) * sizeof(double);  // the bench's step times
     inference_memory out;
     out.model = model.value();
-    out.state =
-        (sz(static_cast<std::size_t>(m.layers)) * recurrent_state_bytes(a, m.heads, HS, 1, max_len, layout)).value();
+    // and the short convolution's last K q, k, v products per layer
+    const sz conv_hist =
+        sz(static_cast<std::size_t>(m.short_conv)) * static_cast<std::size_t>(3 * m.d_model) * sizeof(float);
+    out.state = (sz(static_cast<std::size_t>(m.layers)) *
+                 (recurrent_state_bytes(a, m.heads, HS, 1, max_len, layout) + conv_hist))
+                    .value();
     return out;
 }
 

@@ -53,6 +53,8 @@ struct task_config {
     int train_examples = 0;  // 0: fresh batches every step; > 0: a fixed pool
 };
 
+constexpr int max_short_conv = 8;  // the longest model.short_conv kernel
+
 struct model_config {
     int layers = 2;
     int d_model = 64;
@@ -60,6 +62,9 @@ struct model_config {
     mlp_kind mlp = mlp_kind::swiglu;
     int mlp_hidden = 0;  // resolved: swiglu default 8/3*d_model rounded up to a multiple of 8
     position_kind position = position_kind::rope;
+    // Kernel size of the causal depthwise convolution on q, k, v (docs/model.md
+    // "Short convolution"); 0: none, else 2..8.
+    int short_conv = 0;
 };
 
 struct attention_config {

@@ -35,7 +35,8 @@ enum class model_buffer {
     attn_rstd,  // per layer: ln1 (N, C), rstd1 (N)
     q,
     k,
-    v,  // (N, C), q and k after rope
+    v,       // (N, C), q and k after rope
+    qkv_in,  // (N, 3C) the q, k, v product before the short convolution (model.short_conv > 0)
     in_gate,
     out_gate,   // g_in, g_out (N, NH) when used
     heads_out,  // att (N, C): the heads' outputs, before o

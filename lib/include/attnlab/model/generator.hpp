@@ -30,10 +30,13 @@ private:
     std::vector<std::unique_ptr<recurrent_attention<T>>> attn_;  // one per layer
     std::unique_ptr<rope_tables<T>> rope_;
     // one-token activations
-    std::vector<T> x_, ln_, q_raw_, k_raw_, q_, k_, v_, att_, proj_;  // (C)
-    std::vector<T> g_in_, g_out_;                                     // (NH)
-    std::vector<T> fc_gate_, fc_up_, act_;                            // (F)
-    std::vector<T> rstd_, logits_;                                    // (1), (V)
+    std::vector<T> x_, ln_, q_, k_, v_, att_, proj_;  // (C)
+    std::vector<T> qkv_raw_, qkv_conv_;               // (3C) the q, k, v product, and after the short convolution
+    // per layer with model.short_conv K: (K, 3C), row i the product of i tokens ago (0 before the start)
+    std::vector<std::vector<T>> conv_hist_;
+    std::vector<T> g_in_, g_out_;           // (NH)
+    std::vector<T> fc_gate_, fc_up_, act_;  // (F)
+    std::vector<T> rstd_, logits_;          // (1), (V)
 };
 
 }  // namespace attnlab

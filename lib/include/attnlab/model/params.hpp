@@ -16,6 +16,7 @@ enum class param_init {
     normal_residual,  // N(0, (0.02 / sqrt(2 L))^2): output projections of attention and MLP
     ones,             // norm gains
     zeros,            // biases
+    first_row_ones,   // short convolution (K, 3C): w[0] = 1, others 0, the identity
 };
 
 struct param_tensor {
@@ -45,7 +46,8 @@ struct block_offsets {
     static constexpr std::size_t npos = static_cast<std::size_t>(-1);
     std::size_t attn_norm = npos, q = npos, k = npos, v = npos, o = npos;
     std::size_t in_gate = npos, in_gate_bias = npos, out_gate = npos, out_gate_bias = npos;
-    std::size_t out_norm = npos;  // gain, then bias for layernorm (contiguous)
+    std::size_t out_norm = npos;    // gain, then bias for layernorm (contiguous)
+    std::size_t short_conv = npos;  // (K, 3C) with model.short_conv K > 0
     std::size_t mlp_norm = npos, mlp_gate = npos, mlp_up = npos, mlp_up_bias = npos, mlp_down = npos,
                 mlp_down_bias = npos;
 };

@@ -114,6 +114,7 @@ private:
     struct layer_acts {
         std::vector<T> ln1, rstd1;   // (N, C), (N)
         std::vector<T> q, k, v;      // (N, C), q and k after rope
+        std::vector<T> qkv_in;       // (N, 3C) q, k, v product before the short convolution (when used)
         std::vector<T> g_in, g_out;  // (N, NH) gates in (0, 1) (when used)
         attention_cache<T> att_cache;
         std::vector<T> att;         // (N, C) head outputs, before o
@@ -127,6 +128,9 @@ private:
     T* g(std::size_t off) { return grads.data() + off; }
     bool uses_rope() const { return m_.position == position_kind::rope; }
     attention_inputs<T> attention_inputs_of(int layer) const;
+    // qkv (N, 3C) of a shard's Bs sequences: the q, k, v product of ln1, through
+    // the short convolution when the model has one (its input kept in qkv_in).
+    void qkv_forward(T* qkv, T* qkv_in, const T* ln1, const block_offsets& bo, int Bs) const;
     // q, k, v (N, C) of rows [0, N) from their product qkv (N, 3C), RoPE applied to q and k.
     void split_qkv(T* q, T* k, T* v, const T* qkv, int N) const;
     // dqkv (N, 3C) = [rope^T(dq) | rope^T(dk) | dv], the gradient of that product.

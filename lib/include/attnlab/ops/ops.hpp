@@ -65,6 +65,21 @@ void rope_backward_at(T* dinp, const T* dout, const rope_tables<T>& tab, int pos
 template <class T>
 void rope_forward_at(T* out, const T* inp, const rope_tables<T>& tab, int pos, int NH, int HS);
 
+// Causal depthwise convolution over time (docs/model.md "Short convolution"),
+// per sequence of Tn rows: out[t, c] = sum_{i<K} w[i, c] inp[t - i, c], with
+// inp[t - i] = 0 before the sequence's start (never the previous sequence).
+// inp, out (B Tn, C), w (K, C). out must not be inp.
+template <class T>
+void short_conv_forward(T* out, const T* inp, const T* w, int B, int Tn, int C, int K);
+// dw (K, C) += sum_t inp[t - i] dout[t]; dinout (B Tn, C) holds dout on entry
+// and dinp on return (in place: row t reads rows t..t+K-1 before they are overwritten).
+template <class T>
+void short_conv_backward(T* dinout, T* dw, const T* inp, const T* w, int B, int Tn, int C, int K);
+// out (C) = the convolution at one position from the last K input rows of
+// its sequence: hist (K, C), row i = inp[t - i] (zeros before the start).
+template <class T>
+void short_conv_step(T* out, const T* hist, const T* w, int C, int K);
+
 // out (N, F) = silu(gate) * up
 template <class T>
 void swiglu_forward(T* out, const T* gate, const T* up, int N, int F);
