@@ -142,8 +142,7 @@ void attention_layer<T>::weight_block(attention_scratch<T>& scratch, const T* q,
             const int n = t0 + r + 1 - k0;  // keys k0..t
             if (clamp_on_)
                 for (int j = 0; j < n; ++j) S(r, j) = std::min(S(r, j), clamp_);
-            kernel_->forward_row(&W(r, 0), &S(r, 0), n);
-            for (int j = n; j < keys; ++j) W(r, j) = T(0);
+            kernel_->forward_row_padded(&W(r, 0), &S(r, 0), n, keys);
         }
     } else {
         const_matrix_map<T> Fq(fq + static_cast<long>(t0) * HS_, rows, HS_);  // (rows, HS)

@@ -12,6 +12,7 @@
 // The gates (in_gate, out_gate, and the `gate` denominator, which is `length`
 // times an output gate) are applied by the attention layer around these.
 #pragma once
+#include <algorithm>
 #include <memory>
 
 #include "attnlab/config/run_config.hpp"
@@ -25,6 +26,14 @@ public:
     virtual ~score_kernel() = default;
     // w (n) = f(s (n))
     virtual void forward_row(T* w, const T* s, int n) const = 0;
+    // The same for the first n of a row of width >= n whose other entries s
+    // holds finite values for (a causal block's masked scores); w[n, width)
+    // becomes 0. A kernel may evaluate f over the whole width first, when a
+    // vector loop without a scalar tail is cheaper than a short exact one.
+    virtual void forward_row_padded(T* w, const T* s, int n, int width) const {
+        forward_row(w, s, n);
+        std::fill(w + n, w + width, T(0));
+    }
     // ds (n) = dL/ds given dw (n) = dL/dw (ds may alias dw)
     virtual void backward_row(T* ds, const T* dw, const T* s, const T* w, int n) const = 0;
 };
