@@ -285,3 +285,24 @@ TEST_CASE("vectorised float max_of and first_index_of_max give std::max_element'
         }
     }
 }
+
+TEST_CASE("vectorised float scaled_sum: w (d + add) elementwise, and its sum as in double", "[ops]") {
+    rng r(12);
+    for (long n = 1; n <= 70; ++n) {
+        INFO("n " << n);
+        std::vector<float> d(n), w(n), out(n);
+        for (long i = 0; i < n; ++i) {
+            d[i] = static_cast<float>(r.normal());
+            w[i] = static_cast<float>(r.normal());
+        }
+        const float add = 0.375f;
+        const float sum = scaled_sum(out.data(), d.data(), add, w.data(), n);
+        double expected_sum = 0, magnitude = 0;
+        for (long i = 0; i < n; ++i) {
+            CHECK(out[i] == w[i] * (d[i] + add));  // one float product of one float sum: exact
+            expected_sum += static_cast<double>(w[i]) * (static_cast<double>(d[i]) + add);
+            magnitude += std::abs(static_cast<double>(out[i]));
+        }
+        CHECK(std::abs(sum - expected_sum) <= 1e-6 * magnitude + 1e-7);
+    }
+}

@@ -349,11 +349,25 @@ void check_padded_rows(const attention_config& cfg, int width) {
         const double tol = std::is_same_v<T, float> ? 3e-7 : 0.0;
         for (int j = 0; j < n; ++j) CHECK(w[j] == Approx(expected[j]).epsilon(tol).margin(0));
         for (int j = n; j < width; ++j) CHECK(w[j] == T(0));
+
+        // backward: dz added to dw, then backward_row on the first n, zeros after
+        std::vector<T> dw(width), ds_expected(width, T(0)), ds(width);
+        for (auto& v : dw) v = static_cast<T>(r.normal());
+        const T dz = static_cast<T>(r.normal());
+        std::vector<T> dw_plus(dw);
+        for (int j = 0; j < n; ++j) dw_plus[j] += dz;
+        kernel->backward_row(ds_expected.data(), dw_plus.data(), s.data(), w.data(), n);
+        ds = dw;  // in place, as the attention layer calls it
+        kernel->backward_row_padded(ds.data(), ds.data(), dz, s.data(), w.data(), n, width);
+        // float: the exp kernel sums its row-max term in vector lanes, another order
+        const double dtol = std::is_same_v<T, float> ? 1e-5 : 0.0;
+        for (int j = 0; j < n; ++j) CHECK(ds[j] == Approx(ds_expected[j]).epsilon(dtol).margin(dtol));
+        for (int j = n; j < width; ++j) CHECK(ds[j] == T(0));
     }
 }
 }  // namespace
 
-TEST_CASE("score kernels on a padded row: the first n weights of forward_row, then zeros", "[attention]") {
+TEST_CASE("score kernels on a padded row: forward_row and backward_row on the first n, then zeros", "[attention]") {
     for (const auto& a : every_variant(1, 3)) {
         if (traits_of(a.numerator).family != numerator_family::score_kernel) continue;
         INFO(describe(a));

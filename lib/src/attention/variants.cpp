@@ -49,6 +49,14 @@ public:
         }
         if (subtract_row_max_ && !max_is_constant_) ds[first_index_of_max(s, n)] -= through_max;
     }
+    // ds_j = w_j (dw_j + dz) over n rounded up to 16 (w is 0 past n, so the
+    // extra terms are 0), summed in vector lanes for the row max's term.
+    void backward_row_padded(T* ds, T* dw, T dz, const T* s, const T* w, int n, int width) const override {
+        const int len = std::min(width, (n + 15) / 16 * 16);
+        const T through_max = scaled_sum(ds, dw, dz, w, len);
+        std::fill(ds + n, ds + width, T(0));
+        if (subtract_row_max_ && !max_is_constant_) ds[first_index_of_max(s, n)] -= through_max;
+    }
 
 private:
     bool subtract_row_max_, max_is_constant_;

@@ -77,6 +77,35 @@ ATTNLAB_CLONES float max_of(const float* x, long n) {
 
 double max_of(const double* x, long n) { return *std::max_element(x, x + n); }
 
+ATTNLAB_CLONES float scaled_sum(float* out, const float* d, float add, const float* w, long n) {
+    constexpr long lanes = 16;
+    lanes16 acc = {}, dv, wv;
+    long i = 0;
+    for (; i + lanes <= n; i += lanes) {
+        std::memcpy(&dv, d + i, sizeof dv);
+        std::memcpy(&wv, w + i, sizeof wv);
+        const lanes16 o = wv * (dv + add);
+        std::memcpy(out + i, &o, sizeof o);
+        acc += o;
+    }
+    float sum = 0;
+    for (int j = 0; j < lanes; ++j) sum += acc[j];
+    for (; i < n; ++i) {
+        out[i] = w[i] * (d[i] + add);
+        sum += out[i];
+    }
+    return sum;
+}
+
+double scaled_sum(double* out, const double* d, double add, const double* w, long n) {
+    double sum = 0;
+    for (long i = 0; i < n; ++i) {
+        out[i] = w[i] * (d[i] + add);
+        sum += out[i];
+    }
+    return sum;
+}
+
 template <class T>
 long first_index_of_max(const T* x, long n) {
     const T m = max_of(x, n);
