@@ -137,7 +137,7 @@ void attention_layer<T>::weight_block(attention_scratch<T>& scratch, const T* q,
         const_strided_map<T> Q(q + static_cast<long>(t0) * C, rows, HS_, Eigen::OuterStride<>(C));  // (rows, HS)
         const_strided_map<T> K(k + static_cast<long>(k0) * C, keys, HS_, Eigen::OuterStride<>(C));  // (keys, HS)
         matrix_map<T> S(scratch.S.data(), rows, keys);                                              // (rows, keys)
-        S.noalias() = (Q * K.transpose()) * scale_;
+        S.noalias() = (scale_ * Q) * K.transpose();  // the scale on an operand: gemm's alpha, no extra pass
         for (int r = 0; r < rows; ++r) {
             const int n = t0 + r + 1 - k0;  // keys k0..t
             if (clamp_on_)
@@ -257,8 +257,8 @@ void attention_layer<T>::block_numerator_backward(T* dq, T* dk, attention_scratc
                     if (!(S(r, j) < clamp_)) dW(r, j) = T(0);
         }
         // dW now holds ds (rows, keys), zero above the diagonal
-        dQ.middleRows(t0, rows).noalias() += (dW * K.middleRows(k0, keys)) * scale_;
-        dK.middleRows(k0, keys).noalias() += (dW.transpose() * Q.middleRows(t0, rows)) * scale_;
+        dQ.middleRows(t0, rows).noalias() += (scale_ * dW) * K.middleRows(k0, keys);
+        dK.middleRows(k0, keys).noalias() += (scale_ * dW.transpose()) * Q.middleRows(t0, rows);
     } else {
         for (int r = 0; r < rows; ++r) {
             const int n = t0 + r + 1 - k0;
