@@ -3,7 +3,9 @@
 // gradient), and hand-computed tiny cases.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "attnlab/ops/ops.hpp"
 #include "attnlab/ops/vector_math.hpp"
@@ -256,5 +258,51 @@ TEST_CASE("vectorised float exp and SwiGLU match double precision", "[ops]") {
         CHECK(out[i] == Approx(outd[i]).epsilon(1e-5).margin(1e-6));
         CHECK(dg[i] == Approx(dgd[i]).epsilon(1e-5).margin(1e-6));
         CHECK(du[i] == Approx(dud[i]).epsilon(1e-5).margin(1e-6));
+    }
+}
+
+TEST_CASE("vectorised float max_of and first_index_of_max give std::max_element's value and index", "[ops]") {
+    rng r(11);
+    // Every length around the 16-lane vector and its tail, random rows with
+    // ties of the maximum, all-equal rows, negative rows and signed zeros.
+    for (long n = 1; n <= 70; ++n) {
+        for (int kind = 0; kind < 5; ++kind) {
+            INFO("n " << n << " kind " << kind);
+            std::vector<float> x(n);
+            for (auto& v : x) v = static_cast<float>(r.normal());
+            if (kind == 1 && n > 2) x[n - 1] = x[n / 2] = *std::max_element(x.begin(), x.end()) + 1.0f;  // a tie
+            if (kind == 2) std::fill(x.begin(), x.end(), 0.25f);                                         // all equal
+            if (kind == 3)
+                for (auto& v : x) v = -std::abs(v) - 1.0f;  // all negative
+            if (kind == 4) {
+                std::fill(x.begin(), x.end(), -1.0f);
+                x[n - 1] = 0.0f;
+                x[(n - 1) / 3] = -0.0f;  // -0 == +0: the first of them is the index
+            }
+            const auto it = std::max_element(x.begin(), x.end());
+            CHECK(max_of(x.data(), n) == *it);
+            CHECK(first_index_of_max(x.data(), n) == it - x.begin());
+        }
+    }
+}
+
+TEST_CASE("vectorised float scaled_sum: w (d + add) elementwise, and its sum as in double", "[ops]") {
+    rng r(12);
+    for (long n = 1; n <= 70; ++n) {
+        INFO("n " << n);
+        std::vector<float> d(n), w(n), out(n);
+        for (long i = 0; i < n; ++i) {
+            d[i] = static_cast<float>(r.normal());
+            w[i] = static_cast<float>(r.normal());
+        }
+        const float add = 0.375f;
+        const float sum = scaled_sum(out.data(), d.data(), add, w.data(), n);
+        double expected_sum = 0, magnitude = 0;
+        for (long i = 0; i < n; ++i) {
+            CHECK(out[i] == w[i] * (d[i] + add));  // one float product of one float sum: exact
+            expected_sum += static_cast<double>(w[i]) * (static_cast<double>(d[i]) + add);
+            magnitude += std::abs(static_cast<double>(out[i]));
+        }
+        CHECK(std::abs(sum - expected_sum) <= 1e-6 * magnitude + 1e-7);
     }
 }

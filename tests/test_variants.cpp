@@ -4,7 +4,10 @@
 // against a reference, and hand-computed 3-token cases.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
+#include <vector>
 
 #include "attnlab/attention/attention.hpp"
 #include "support/attention_check.hpp"
@@ -325,4 +328,52 @@ TEST_CASE("power kernel: s^n / n! and its derivative s^(n-1) / (n-1)!, finite wh
     CHECK(std::isinf(std::pow(100.0, 171)));
     CHECK(w[0] == Approx(expected).epsilon(1e-10));
     CHECK(w[1] == Approx(-expected).epsilon(1e-10));
+}
+
+namespace {
+// forward_row_padded against forward_row on rows of 1..width entries whose
+// masked tail holds large scores (exp of them would overflow a float, and a
+// row max taken over them would change every weight).
+template <class T>
+void check_padded_rows(const attention_config& cfg, int width) {
+    auto kernel = make_score_kernel<T>(cfg);
+    rng r(5);
+    std::vector<T> s(width), w(width), expected(width);
+    for (int n = 1; n <= width; ++n) {
+        INFO("n " << n << " of " << width);
+        for (int j = 0; j < width; ++j) s[j] = j < n ? static_cast<T>(3 * r.normal()) : T(200);
+        kernel->forward_row(expected.data(), s.data(), n);
+        std::fill(w.begin(), w.end(), T(-1));
+        kernel->forward_row_padded(w.data(), s.data(), n, width);
+        // float: the vector loop and its scalar tail may round exp 1 ulp apart
+        const double tol = std::is_same_v<T, float> ? 3e-7 : 0.0;
+        for (int j = 0; j < n; ++j) CHECK(w[j] == Approx(expected[j]).epsilon(tol).margin(0));
+        for (int j = n; j < width; ++j) CHECK(w[j] == T(0));
+
+        // backward: dz added to dw, then backward_row on the first n, zeros after
+        std::vector<T> dw(width), ds_expected(width, T(0)), ds(width);
+        for (auto& v : dw) v = static_cast<T>(r.normal());
+        const T dz = static_cast<T>(r.normal());
+        std::vector<T> dw_plus(dw);
+        for (int j = 0; j < n; ++j) dw_plus[j] += dz;
+        kernel->backward_row(ds_expected.data(), dw_plus.data(), s.data(), w.data(), n);
+        ds = dw;  // in place, as the attention layer calls it
+        kernel->backward_row_padded(ds.data(), ds.data(), dz, s.data(), w.data(), n, width);
+        // float: the exp kernel sums its row-max term in vector lanes, another order
+        const double dtol = std::is_same_v<T, float> ? 1e-5 : 0.0;
+        for (int j = 0; j < n; ++j) CHECK(ds[j] == Approx(ds_expected[j]).epsilon(dtol).margin(dtol));
+        for (int j = n; j < width; ++j) CHECK(ds[j] == T(0));
+    }
+}
+}  // namespace
+
+TEST_CASE("score kernels on a padded row: forward_row and backward_row on the first n, then zeros", "[attention]") {
+    for (const auto& a : every_variant(1, 3)) {
+        if (traits_of(a.numerator).family != numerator_family::score_kernel) continue;
+        INFO(describe(a));
+        for (int width : {1, 16, 37, 64}) {
+            check_padded_rows<float>(a, width);
+            check_padded_rows<double>(a, width);
+        }
+    }
 }

@@ -137,13 +137,12 @@ void attention_layer<T>::weight_block(attention_scratch<T>& scratch, const T* q,
         const_strided_map<T> Q(q + static_cast<long>(t0) * C, rows, HS_, Eigen::OuterStride<>(C));  // (rows, HS)
         const_strided_map<T> K(k + static_cast<long>(k0) * C, keys, HS_, Eigen::OuterStride<>(C));  // (keys, HS)
         matrix_map<T> S(scratch.S.data(), rows, keys);                                              // (rows, keys)
-        S.noalias() = (Q * K.transpose()) * scale_;
+        S.noalias() = (scale_ * Q) * K.transpose();  // the scale on an operand: gemm's alpha, no extra pass
         for (int r = 0; r < rows; ++r) {
             const int n = t0 + r + 1 - k0;  // keys k0..t
             if (clamp_on_)
                 for (int j = 0; j < n; ++j) S(r, j) = std::min(S(r, j), clamp_);
-            kernel_->forward_row(&W(r, 0), &S(r, 0), n);
-            for (int j = n; j < keys; ++j) W(r, j) = T(0);
+            kernel_->forward_row_padded(&W(r, 0), &S(r, 0), n, keys);
         }
     } else {
         const_matrix_map<T> Fq(fq + static_cast<long>(t0) * HS_, rows, HS_);  // (rows, HS)
@@ -247,25 +246,26 @@ void attention_layer<T>::block_numerator_backward(T* dq, T* dk, attention_scratc
     matrix_map<T> dW(scratch.dW.data(), rows, keys);      // (rows, keys)
     dW.noalias() = dU.middleRows(t0, rows) * Vg.middleRows(k0, keys).transpose();
     dVg.middleRows(k0, keys).noalias() += W.transpose() * dU.middleRows(t0, rows);  // W is zero above the diagonal
-    for (int r = 0; r < rows; ++r) {
-        const int n = t0 + r + 1 - k0;
-        if (needs_weight_sum_)
-            for (int j = 0; j < n; ++j) dW(r, j) += dz[t0 + r];
-        for (int j = n; j < keys; ++j) dW(r, j) = T(0);
-    }
     if (kernel_) {
         const_matrix_map<T> S(scratch.S.data(), rows, keys);
         for (int r = 0; r < rows; ++r) {
             const int n = t0 + r + 1 - k0;
-            kernel_->backward_row(&dW(r, 0), &dW(r, 0), S.row(r).data(), W.row(r).data(), n);
+            const T dz_t = needs_weight_sum_ ? dz[t0 + r] : T(0);
+            kernel_->backward_row_padded(&dW(r, 0), &dW(r, 0), dz_t, S.row(r).data(), W.row(r).data(), n, keys);
             if (clamp_on_)  // min(s, c) passes the gradient only below c
                 for (int j = 0; j < n; ++j)
                     if (!(S(r, j) < clamp_)) dW(r, j) = T(0);
         }
         // dW now holds ds (rows, keys), zero above the diagonal
-        dQ.middleRows(t0, rows).noalias() += (dW * K.middleRows(k0, keys)) * scale_;
-        dK.middleRows(k0, keys).noalias() += (dW.transpose() * Q.middleRows(t0, rows)) * scale_;
+        dQ.middleRows(t0, rows).noalias() += (scale_ * dW) * K.middleRows(k0, keys);
+        dK.middleRows(k0, keys).noalias() += (scale_ * dW.transpose()) * Q.middleRows(t0, rows);
     } else {
+        for (int r = 0; r < rows; ++r) {
+            const int n = t0 + r + 1 - k0;
+            if (needs_weight_sum_)
+                for (int j = 0; j < n; ++j) dW(r, j) += dz[t0 + r];
+            for (int j = n; j < keys; ++j) dW(r, j) = T(0);
+        }
         const_matrix_map<T> Fq(fq, Tn, HS), Fk(fk, Tn, HS);
         matrix_map<T>(scratch.dFq.data(), Tn, HS).middleRows(t0, rows).noalias() += dW * Fk.middleRows(k0, keys);
         matrix_map<T>(scratch.dFk.data(), Tn, HS).middleRows(k0, keys).noalias() +=

@@ -28,8 +28,18 @@ public:
     exp_kernel(bool subtract_row_max, bool max_is_constant)
         : subtract_row_max_(subtract_row_max), max_is_constant_(max_is_constant) {}
     void forward_row(T* w, const T* s, int n) const override {
-        const T m = subtract_row_max_ ? *std::max_element(s, s + n) : T(0);
+        const T m = subtract_row_max_ ? max_of(s, n) : T(0);
         exp_shifted(w, s, n, m);
+    }
+    // exp over n rounded up to 16 (within the width): the rows of a causal
+    // block are short, and the vector loop then has no scalar tail. The extra
+    // masked entries are overwritten (finite in float, where exp_shifted
+    // clamps; a double overflow to inf is overwritten too).
+    void forward_row_padded(T* w, const T* s, int n, int width) const override {
+        const T m = subtract_row_max_ ? max_of(s, n) : T(0);
+        const int len = std::min(width, (n + 15) / 16 * 16);
+        exp_shifted(w, s, len, m);
+        std::fill(w + n, w + width, T(0));
     }
     void backward_row(T* ds, const T* dw, const T* s, const T* w, int n) const override {
         T through_max = 0;
@@ -37,7 +47,15 @@ public:
             ds[j] = dw[j] * w[j];
             through_max += ds[j];
         }
-        if (subtract_row_max_ && !max_is_constant_) ds[std::max_element(s, s + n) - s] -= through_max;
+        if (subtract_row_max_ && !max_is_constant_) ds[first_index_of_max(s, n)] -= through_max;
+    }
+    // ds_j = w_j (dw_j + dz) over n rounded up to 16 (w is 0 past n, so the
+    // extra terms are 0), summed in vector lanes for the row max's term.
+    void backward_row_padded(T* ds, T* dw, T dz, const T* s, const T* w, int n, int width) const override {
+        const int len = std::min(width, (n + 15) / 16 * 16);
+        const T through_max = scaled_sum(ds, dw, dz, w, len);
+        std::fill(ds + n, ds + width, T(0));
+        if (subtract_row_max_ && !max_is_constant_) ds[first_index_of_max(s, n)] -= through_max;
     }
 
 private:

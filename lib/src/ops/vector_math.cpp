@@ -52,6 +52,70 @@ void exp_shifted(double* out, const double* in, long n, double shift) {
     for (long i = 0; i < n; ++i) out[i] = std::exp(in[i] - shift);
 }
 
+// The maximum in a vector of 16 lanes (GCC's vector extension, so that each
+// clone uses its own registers; max is exact, so the order does not matter).
+// The last, partial vector overlaps the one before it.
+using lanes16 = float __attribute__((vector_size(64)));
+
+ATTNLAB_CLONES float max_of(const float* x, long n) {
+    constexpr long lanes = 16;
+    if (n < lanes) {
+        float m = x[0];
+        for (long i = 1; i < n; ++i) m = m < x[i] ? x[i] : m;
+        return m;
+    }
+    lanes16 acc, v;
+    std::memcpy(&acc, x, sizeof acc);
+    for (long i = lanes; i < n; i += lanes) {
+        std::memcpy(&v, x + std::min(i, n - lanes), sizeof v);
+        acc = acc < v ? v : acc;
+    }
+    float m = acc[0];
+    for (int j = 1; j < lanes; ++j) m = m < acc[j] ? acc[j] : m;
+    return m;
+}
+
+double max_of(const double* x, long n) { return *std::max_element(x, x + n); }
+
+ATTNLAB_CLONES float scaled_sum(float* out, const float* d, float add, const float* w, long n) {
+    constexpr long lanes = 16;
+    lanes16 acc = {}, dv, wv;
+    long i = 0;
+    for (; i + lanes <= n; i += lanes) {
+        std::memcpy(&dv, d + i, sizeof dv);
+        std::memcpy(&wv, w + i, sizeof wv);
+        const lanes16 o = wv * (dv + add);
+        std::memcpy(out + i, &o, sizeof o);
+        acc += o;
+    }
+    float sum = 0;
+    for (int j = 0; j < lanes; ++j) sum += acc[j];
+    for (; i < n; ++i) {
+        out[i] = w[i] * (d[i] + add);
+        sum += out[i];
+    }
+    return sum;
+}
+
+double scaled_sum(double* out, const double* d, double add, const double* w, long n) {
+    double sum = 0;
+    for (long i = 0; i < n; ++i) {
+        out[i] = w[i] * (d[i] + add);
+        sum += out[i];
+    }
+    return sum;
+}
+
+template <class T>
+long first_index_of_max(const T* x, long n) {
+    const T m = max_of(x, n);
+    for (long i = 0; i < n; ++i)
+        if (x[i] == m) return i;  // ties: the first, as std::max_element
+    return 0;                     // a NaN x[0]: std::max_element's answer too
+}
+template long first_index_of_max(const float*, long);
+template long first_index_of_max(const double*, long);
+
 ATTNLAB_CLONES void swiglu_rows(float* out, const float* gate, const float* up, long n) {
     for (long i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + exp_poly(-gate[i])) * up[i];
 }

@@ -12,6 +12,7 @@
 // The gates (in_gate, out_gate, and the `gate` denominator, which is `length`
 // times an output gate) are applied by the attention layer around these.
 #pragma once
+#include <algorithm>
 #include <memory>
 
 #include "attnlab/config/run_config.hpp"
@@ -25,8 +26,24 @@ public:
     virtual ~score_kernel() = default;
     // w (n) = f(s (n))
     virtual void forward_row(T* w, const T* s, int n) const = 0;
+    // The same for the first n of a row of width >= n whose other entries s
+    // holds finite values for (a causal block's masked scores); w[n, width)
+    // becomes 0. A kernel may evaluate f over more than n entries first, when
+    // a vector loop without a scalar tail is cheaper than a short exact one.
+    virtual void forward_row_padded(T* w, const T* s, int n, int width) const {
+        forward_row(w, s, n);
+        std::fill(w + n, w + width, T(0));
+    }
     // ds (n) = dL/ds given dw (n) = dL/dw (ds may alias dw)
     virtual void backward_row(T* ds, const T* dw, const T* s, const T* w, int n) const = 0;
+    // The backward of forward_row_padded, with dz added to every dw first (the
+    // softmax sum's gradient, 0 without it): ds (n) = dL/ds given dL/dw = dw + dz,
+    // ds[n, width) = 0. dw is overwritten (ds may alias it); w[n, width) is 0.
+    virtual void backward_row_padded(T* ds, T* dw, T dz, const T* s, const T* w, int n, int width) const {
+        for (int j = 0; j < n; ++j) dw[j] += dz;
+        backward_row(ds, dw, s, w, n);
+        std::fill(ds + n, ds + width, T(0));
+    }
 };
 
 // Maps a head vector x (HS) to its features phi(x) (HS).

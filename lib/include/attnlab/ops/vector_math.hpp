@@ -11,6 +11,19 @@ namespace attnlab {
 void exp_shifted(float* out, const float* in, long n, float shift);
 void exp_shifted(double* out, const double* in, long n, double shift);
 
+// The largest of x[0..n) (n >= 1), and the first index holding it (as
+// std::max_element), with the CPU's vectors.
+float max_of(const float* x, long n);
+double max_of(const double* x, long n);
+template <class T>
+long first_index_of_max(const T* x, long n);
+
+// out[i] = w[i] (d[i] + add) for i < n, returning their sum (out may be d).
+// The float version sums in 16 vector lanes (a fixed order), the double one
+// in index order.
+float scaled_sum(float* out, const float* d, float add, const float* w, long n);
+double scaled_sum(double* out, const double* d, double add, const double* w, long n);
+
 // SwiGLU: out = silu(gate) * up;  backward: dgate += dout up silu'(gate), dup += dout silu(gate)
 // (= instead of += with overwrite).
 void swiglu_rows(float* out, const float* gate, const float* up, long n);
