@@ -1,10 +1,13 @@
 // Optimizer, schedule, metrics and learning tests (docs/model.md "Training", §4).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "attnlab/train/optimizer.hpp"
 #include "attnlab/train/trainer.hpp"
+#include "attnlab/util/subnormals.hpp"
 #include "support/model_check.hpp"
 
 using namespace attnlab;
@@ -108,6 +111,17 @@ TEST_CASE("training is deterministic for a seed", "[train]") {
         CHECK(a[i].grad_norm == b[i].grad_norm);
     }
 }
+
+#ifdef ATTNLAB_HAS_MXCSR
+TEST_CASE("a run trains with float subnormals flushed to zero and restores the setting after", "[train]") {
+    REQUIRE_FALSE(flushing_subnormals());
+    std::vector<bool> flushing;  // at each metrics row, on the training thread
+    train_run(micro_lookup(30), {[&](const metrics_row&) { flushing.push_back(flushing_subnormals()); }, nullptr});
+    REQUIRE(flushing.size() == 5);
+    CHECK(std::all_of(flushing.begin(), flushing.end(), [](bool on) { return on; }));
+    CHECK_FALSE(flushing_subnormals());
+}
+#endif
 
 TEST_CASE("an interrupted run stops at once and says so", "[train]") {
     std::atomic<bool> stop{true};
