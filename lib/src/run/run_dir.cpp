@@ -29,6 +29,7 @@
 #include "attnlab/train/checkpoint.hpp"
 #include "attnlab/train/resume_state.hpp"
 #include "attnlab/util/error.hpp"
+#include "attnlab/util/subnormals.hpp"
 
 namespace attnlab {
 
@@ -188,6 +189,7 @@ transformer<float> load_run_model(const std::string& run_dir, const run_config& 
 
 eval_metrics evaluate_run_dir(const std::string& run_dir, const run_config& trained, const run_config& test,
                               attention_form form, state_layout layout) {
+    const subnormals_flushed as_in_training;  // so that a run's own test set scores as training recorded it
     transformer<float> model = load_run_model(run_dir, trained, test);
     auto data = make_task(test.task, static_cast<std::uint64_t>(test.seed));
     model.set_attention_form(form, layout);
