@@ -34,9 +34,9 @@ TEST_CASE("subnormal floats are flushed to zero inside the guard and kept outsid
     {
         const subnormals_flushed guard;
         CHECK(flushing_subnormals());
-        CHECK(product(tiny, 1e-10f) == 0.0f);     // results flushed (FTZ)
-        CHECK(product(sub, 1e30f) == 0.0f);       // inputs read as 0 (DAZ); else 1.4e-15
-        CHECK(product(2e-19f, 1e-19f) > 0.0f);    // 2e-38 is still normal: nothing else changes
+        CHECK(product(tiny, 1e-10f) == 0.0f);   // results flushed (FTZ)
+        CHECK(product(sub, 1e30f) == 0.0f);     // inputs read as 0 (DAZ); else 1.4e-15
+        CHECK(product(2e-19f, 1e-19f) > 0.0f);  // 2e-38 is still normal: nothing else changes
         CHECK(product(1.5f, 2.0f) == 3.0f);
     }
     CHECK_FALSE(flushing_subnormals());
