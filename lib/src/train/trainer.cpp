@@ -91,7 +91,7 @@ eval_metrics evaluate(transformer<float>& model, const batch& data, int chunk_B)
 
 run_result train_run(const run_config& cfg, const train_callbacks& cb, const train_state* resume) {
     const auto t0 = clock_type::now();
-    const subnormals_flushed fast_underflow;  // sharp softmax rows would otherwise slow x86 3-10x
+    const subnormals_flushed fast_underflow;  // sharp softmax rows would otherwise slow x86 ~12x
     auto data = make_task(cfg.task, static_cast<std::uint64_t>(cfg.seed));
     // Where every position is an answer (text), "every answer right" is not a metric.
     const bool seq_acc_applies = traits_of(cfg.task.kind).sequence_accuracy;

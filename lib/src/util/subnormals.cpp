@@ -1,5 +1,9 @@
 #include "attnlab/util/subnormals.hpp"
 
+#ifdef ATTNLAB_HAS_MXCSR
+#include <xmmintrin.h>
+#endif
+
 namespace attnlab {
 
 #ifdef ATTNLAB_HAS_MXCSR
