@@ -3,9 +3,11 @@
 // Timings are figures to report, never pass/fail conditions.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "attnlab/bench/train_bench.hpp"
+#include "attnlab/model/make_model.hpp"
 #include "attnlab/spec/spec.hpp"
 #include "attnlab/util/subprocess.hpp"
 #include "support/process_support.hpp"
@@ -35,6 +37,27 @@ TEST_CASE("bench train: model FLOPs of a step, by hand", "[bench]") {
     run_config swiglu = tiny();
     swiglu.model.mlp = mlp_kind::swiglu;  // F = 16 (ceil(8*4/3) = 11 -> 16): + 3 x 2 N C F = 2304
     CHECK(training_flops(swiglu, 5, 2, 3, 4).forward == f.forward + 2304);
+}
+
+TEST_CASE("bench train: the FLOPs split by op, by hand, under the model's op names", "[bench]") {
+    run_config c = tiny();
+    c.model.mlp = mlp_kind::swiglu;
+    c.attention.in_gate = true;  // + 2 N C NH = 96 in q/k/v
+    const flop_count f = training_flops(c, 5, 2, 3, 4);
+    CHECK(f.forward_by_op.at("q/k/v (+rope, gates)") == 3 * 2 * 6 * 4 * 4 + 96);
+    CHECK(f.forward_by_op.at("attention") == 192);
+    CHECK(f.forward_by_op.at("output projection") == 2 * 6 * 4 * 4);
+    CHECK(f.forward_by_op.at("mlp") == 2304);
+    CHECK(f.forward_by_op.at("head + loss") == 160);
+    double sum = 0;
+    for (const auto& [op, flops] : f.forward_by_op) sum += flops;
+    CHECK(sum == f.forward);
+    // The report joins them to the model's timings by name.
+    const auto names = make_model<float>(c).timings().names;
+    for (const auto& [op, flops] : f.forward_by_op) {
+        INFO(op);
+        CHECK(std::find(names.begin(), names.end(), op) != names.end());
+    }
 }
 
 TEST_CASE("bench train: memory a step needs, by hand", "[bench]") {
@@ -88,6 +111,11 @@ TEST_CASE("bench train --no-torch: the attnlab rows, memory and per-op table", "
     CHECK_THAT(r.out, Catch::Contains("memory: measured peak"));
     CHECK_THAT(r.out, Catch::Contains("time per op, attnlab on 1 thread(s)"));
     CHECK_THAT(r.out, Catch::Contains("optimizer (clip + AdamW)"));
+    CHECK_THAT(r.out, Catch::Contains("attnlab at the probe's rate on 1 thread(s)"));
+    bool mlp_rate = false;  // the mlp row carries GFLOP/s and % of probe
+    for (const auto& l : lines)
+        mlp_rate = mlp_rate || (l.rfind("mlp ", 0) == 0 && l.back() == '%' && count_of(l, "%") == 2);
+    CHECK(mlp_rate);
     CHECK(count_of(r.out, "pytorch") == 0);
 }
 

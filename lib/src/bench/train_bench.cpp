@@ -136,6 +136,13 @@ std::string last_line(const std::string& text) {
 
 std::string human_bytes(double b) { return fmt::format("{:.1f} MiB", b / (1024.0 * 1024.0)); }
 
+// The probe's GFLOP/s at a thread setting (0 if not probed).
+double probe_at(const std::vector<std::pair<int, double>>& probe, int threads) {
+    for (auto [th, g] : probe)
+        if (th == threads) return g;
+    return 0;
+}
+
 }  // namespace
 
 std::vector<std::string> bench_config_names() { return {"quickstart", "larger"}; }
@@ -150,16 +157,22 @@ double side_timing::median() const { return median_of(tokens_per_s); }
 
 flop_count training_flops(const run_config& c, int vocab, int B, int Tn, int answers) {
     const double N = static_cast<double>(B) * Tn, C = c.model.d_model, F = resolved_mlp_hidden(c.model);
-    const double NH = c.model.heads, HS = C / NH;
+    const double NH = c.model.heads, HS = C / NH, L = c.model.layers;
     const double pairs = B * NH * Tn * (Tn + 1.0) / 2.0;  // causal (t, j <= t) per head
-    double layer = 2 * N * C * C * 4;                     // q, k, v, o
-    layer += 2 * pairs * HS * 2;                          // scores (or feature products) and w v
-    if (c.attention.in_gate) layer += 2 * N * C * NH;
-    if (uses_out_gate(c.attention)) layer += 2 * N * C * NH;
-    if (c.model.mlp == mlp_kind::swiglu) layer += 2 * N * C * F * 3;
-    if (c.model.mlp == mlp_kind::gelu) layer += 2 * N * C * F * 2;
+    double qkv = 2 * N * C * C * 3;
+    if (c.attention.in_gate) qkv += 2 * N * C * NH;
+    if (uses_out_gate(c.attention)) qkv += 2 * N * C * NH;
+    double mlp = 0;
+    if (c.model.mlp == mlp_kind::swiglu) mlp = 2 * N * C * F * 3;
+    if (c.model.mlp == mlp_kind::gelu) mlp = 2 * N * C * F * 2;
     flop_count f;
-    f.forward = layer * c.model.layers + 2.0 * answers * C * vocab;
+    // Keyed by the model's op-timing names (Transformer::timings()).
+    f.forward_by_op = {{"q/k/v (+rope, gates)", L * qkv},
+                       {"attention", L * 2 * pairs * HS * 2},  // scores (or feature products) and w v
+                       {"output projection", L * 2 * N * C * C},
+                       {"mlp", L * mlp},
+                       {"head + loss", 2.0 * answers * C * vocab}};
+    for (const auto& [op, flops] : f.forward_by_op) f.forward += flops;
     f.backward = 2 * f.forward;
     return f;
 }
@@ -339,9 +352,7 @@ std::string format_train_bench(const train_bench_result& r) {
             continue;
         }
         const double tps = side.median(), step_s = tokens_per_step / tps, gflops = r.flops.total() / step_s / 1e9;
-        double probe = 0;
-        for (auto [th, g] : r.probe)
-            if (th == side.threads) probe = g;
+        const double probe = probe_at(r.probe, side.threads);
         s += fmt::format("{:<10} {:>7} {:>13.0f} {:>9.2f} {:>9.2f} {:>9.1f}% {:>8}\n", side.impl, side.threads, tps,
                          1e3 * step_s, gflops, probe > 0 ? 100 * gflops / probe : 0.0, side.tokens_per_s.size());
         if (side.impl == "attnlab" && tps > best_attn) {
@@ -365,6 +376,17 @@ std::string format_train_bench(const train_bench_result& r) {
             "attnlab / pytorch, each at its best setting: {:.2f}x ({:.0f} tokens/s on {} thread(s) vs "
             "{:.0f} on {})\n",
             best_attn / best_torch, best_attn, best_attn_th, best_torch, best_torch_th);
+    if (best_attn > 0) {
+        // The bound set by the probe: every product at the probe's rate and
+        // nothing else taking time.
+        const double probe = probe_at(r.probe, best_attn_th);
+        const double ceiling = probe > 0 ? probe * 1e9 / r.flops.total() * tokens_per_step : 0;
+        if (ceiling > 0)
+            s += fmt::format(
+                "attnlab at the probe's rate on {} thread(s) (the bound for these FLOPs): {:.0f} tokens/s{}\n",
+                best_attn_th, ceiling,
+                best_torch > 0 ? fmt::format(", {:.2f}x pytorch's best", ceiling / best_torch) : "");
+    }
     const double need = static_cast<double>(r.need.total());
     s += fmt::format(
         "\nmemory: measured peak {} (RSS growth while training, largest thread setting); training needs "
@@ -375,11 +397,26 @@ std::string format_train_bench(const train_bench_result& r) {
     if (!r.ops.empty()) {
         double total = 0;
         for (const auto& o : r.ops) total += o.forward_ms + o.backward_ms;
-        s += fmt::format("\ntime per op, attnlab on {} thread(s) (thread 0's shard; ms per step):\n", r.op_threads);
-        s += fmt::format("{:<26} {:>9} {:>9} {:>7}\n", "op", "forward", "backward", "share");
-        for (const auto& o : r.ops)
-            s += fmt::format("{:<26} {:>9.3f} {:>9.3f} {:>6.1f}%\n", o.name, o.forward_ms, o.backward_ms,
+        // Thread 0 runs about 1/threads of the batch: its share of the FLOPs
+        // against one thread's share of the probe.
+        const double shard = 1.0 / r.op_threads, probe_1 = probe_at(r.probe, r.op_threads) * shard;
+        s += fmt::format(
+            "\ntime per op, attnlab on {} thread(s) (thread 0's shard; ms per step; GFLOP/s of the "
+            "products, against 1 thread's share of the probe):\n",
+            r.op_threads);
+        s += fmt::format("{:<26} {:>9} {:>9} {:>7} {:>9} {:>10}\n", "op", "forward", "backward", "share", "GFLOP/s",
+                         "% of probe");
+        for (const auto& o : r.ops) {
+            s += fmt::format("{:<26} {:>9.3f} {:>9.3f} {:>6.1f}%", o.name, o.forward_ms, o.backward_ms,
                              total > 0 ? 100 * (o.forward_ms + o.backward_ms) / total : 0.0);
+            const auto f = r.flops.forward_by_op.find(o.name);
+            const double ms = o.forward_ms + o.backward_ms;
+            if (f != r.flops.forward_by_op.end() && f->second > 0 && ms > 0) {
+                const double gflops = 3 * f->second * shard / (ms * 1e-3) / 1e9;  // forward + 2x backward
+                s += fmt::format(" {:>9.2f} {:>9.1f}%", gflops, probe_1 > 0 ? 100 * gflops / probe_1 : 0.0);
+            }
+            s += "\n";
+        }
         s += fmt::format("{:<26} {:>19.3f}\n", "total", total);
     }
     return s;

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,8 +38,11 @@ struct train_bench_options {
 // Model FLOPs of one training step (a multiply-add = 2; backward = 2x the
 // forward's products; the causal attention counts pairs j <= t only;
 // elementwise ops not counted). The same count serves both implementations.
+// forward_by_op splits the forward by the model's op-timing names (ops
+// without products, such as rmsnorm, are absent); backward = 2x each.
 struct flop_count {
     double forward = 0, backward = 0;
+    std::map<std::string, double> forward_by_op;
     double total() const { return forward + backward; }
 };
 flop_count training_flops(const run_config& cfg, int vocab, int B, int Tn, int answers);
