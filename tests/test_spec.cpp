@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -597,4 +598,22 @@ TEST_CASE("spec errors: config files use the same checks without the base. prefi
                }()),
                StartsWith("config.yaml:4: task.vocb: unknown key"));
     CHECK_THROWS_AS(run_config_from_yaml(text + "sweep: {model.layers: [1]}\n", "config.yaml"), config_error);
+}
+
+TEST_CASE("every experiment spec of the repository loads", "[spec]") {
+    // A spec added or edited under experiments/ is checked here, not first by
+    // a long run: it loads and expands to at least one run with distinct ids.
+    int specs = 0;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(ATTNLAB_SOURCE_DIR "/experiments")) {
+        if (entry.path().extension() != ".yaml") continue;
+        INFO(entry.path().string());
+        ++specs;
+        experiment_spec spec;
+        CHECK_NOTHROW(spec = load_spec(entry.path().string()));
+        CHECK(!spec.runs.empty());
+        std::set<std::string> ids;
+        for (const auto& r : spec.runs) ids.insert(r.id);
+        CHECK(ids.size() == spec.runs.size());
+    }
+    CHECK(specs >= 10);
 }
