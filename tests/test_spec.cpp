@@ -616,7 +616,7 @@ TEST_CASE("every experiment spec of the repository loads", "[spec]") {
         const std::string piece((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
         REQUIRE(!piece.empty());
         std::string text;
-        while (text.size() < 4137850) text += piece;
+        while (text.size() < 4137850) text += piece;  // the size of data/kjv.txt (scripts/get_corpus)
         const std::string path = temp_path("stand_in_corpus.txt");
         std::ofstream(path, std::ios::binary) << text;
         stand_in = {"task.path=" + path, "task.sha256=" + sha256_hex(text)};
