@@ -93,8 +93,9 @@ TEST_CASE("memory estimate: every term equals a hand count for a small config", 
     // (val_examples defaults to test_examples), batch 4x8 (tokens and targets, int32); the gradient
     // norm's one chunk sum (a double)
     CHECK(e.scratch == (3072 + 1536 + 4608 + 192 + 512 + 512 + 64) * 4 + (16 * 8 + 16 * 8 + 4 * 8) * 2 * 4 + 8);
-    // attention scratch of one thread: S W dW 3 x 64x8 (a block of 64 rows), Vg dU dVg dFq dFk 5 x 8x8, dz 8, row 8
-    CHECK(e.per_thread == (3 * 512 + 5 * 64 + 8 + 8) * 4);
+    // attention scratch of one thread: S W dW 3 x 64x8 (a block of 64 rows), Vg dU dVg dFq dFk 5 x 8x8,
+    // Kt Vgt 2 x 8x8, dz 8, row 8
+    CHECK(e.per_thread == (3 * 512 + 7 * 64 + 8 + 8) * 4);
     // 3 threads: 3 shards of the batch of 4, each with its attention scratch, shards 1 and 2 with a gradient buffer
     CHECK(estimate_training_memory(c, 3).per_thread == 3 * e.per_thread + 2 * P * 4);
     // never more shards than sequences
@@ -114,7 +115,7 @@ TEST_CASE("memory estimate: every term equals a hand count for a small config", 
     t.task.seq_len = 16;
     const memory_estimate e16 = estimate_training_memory(t, 1);
     CHECK(e16.attention == (128 + 1024 + 8) * 4 + 8 * sizeof(long));
-    CHECK(e16.per_thread == (3 * 64 * 16 + 5 * 16 * 8 + 16 + 8) * 4);
+    CHECK(e16.per_thread == (3 * 64 * 16 + 7 * 16 * 8 + 16 + 8) * 4);
 }
 
 TEST_CASE("buffer plan: make_model's model is reserved for the plan the estimate sums", "[memory_estimate]") {

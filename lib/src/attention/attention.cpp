@@ -13,11 +13,13 @@
 #include "attnlab/attention/attention.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
 
+#include "attnlab/ops/small_gemm.hpp"
 #include "attnlab/util/shapes.hpp"
 
 namespace attnlab {
@@ -26,6 +28,8 @@ namespace {
 // Below this many multiply-adds per call the threads cost more than they save.
 constexpr long parallel_threshold = 1L << 16;
 long attention_work(int B, int NH, int Tn, int HS) { return static_cast<long>(B) * NH * Tn * Tn * HS; }
+// Row r of a block of rows [t0, ..) against keys [k0, ..) sees keys < t0 - k0 + r + 1.
+row_band causal_keys(int t0, int k0) { return {INT_MIN / 2, t0 - k0 + 1}; }
 }  // namespace
 
 attention_cache_size attention_cache_size_of(const attention_config& cfg, int B, int T_cap, int NH, int HS) {
@@ -91,7 +95,7 @@ void attention_scratch<T>::resize(const attention_scratch_size& n) {
         if (v.size() < size) v.assign(size, T(0));
     };
     for (auto* v : {&S, &W, &dW}) grow(*v, n.block);
-    for (auto* v : {&Vg, &dU, &dVg, &dFq, &dFk}) grow(*v, n.head);
+    for (auto* v : {&Vg, &dU, &dVg, &dFq, &dFk, &Kt, &Vgt}) grow(*v, n.head);
     grow(dz, n.dz);
     grow(row, n.row);
     for (auto* v : {&Pq, &Pk, &dP}) grow(*v, n.chunk_features);
@@ -129,15 +133,25 @@ void attention_layer<T>::init_cache(attention_cache<T>& cache, int B, int T_cap)
 }
 
 template <class T>
+bool attention_layer<T>::small_products(int /*Tn*/) const {
+    return bool(kernel_);
+}
+
+template <class T>
 void attention_layer<T>::weight_block(attention_scratch<T>& scratch, const T* q, const T* k, const T* fq, const T* fk,
-                                      int t0, int t1, int k0) const {
+                                      int Tn, int t0, int t1, int k0) const {
     const int C = NH_ * HS_, rows = t1 - t0, keys = t1 - k0;
     matrix_map<T> W(scratch.W.data(), rows, keys);  // (rows, keys)
     if (kernel_) {
-        const_strided_map<T> Q(q + static_cast<long>(t0) * C, rows, HS_, Eigen::OuterStride<>(C));  // (rows, HS)
-        const_strided_map<T> K(k + static_cast<long>(k0) * C, keys, HS_, Eigen::OuterStride<>(C));  // (keys, HS)
-        matrix_map<T> S(scratch.S.data(), rows, keys);                                              // (rows, keys)
-        S.noalias() = (scale_ * Q) * K.transpose();  // the scale on an operand: gemm's alpha, no extra pass
+        matrix_map<T> S(scratch.S.data(), rows, keys);  // (rows, keys)
+        if (small_products(Tn)) {                       // row r needs keys < t0 - k0 + r + 1
+            small_gemm(S.data(), keys, q + static_cast<long>(t0) * C, C, scratch.Kt.data() + k0, Tn, rows, keys, HS_,
+                       scale_, false, {}, causal_keys(t0, k0));
+        } else {
+            const_strided_map<T> Q(q + static_cast<long>(t0) * C, rows, HS_, Eigen::OuterStride<>(C));  // (rows, HS)
+            const_strided_map<T> K(k + static_cast<long>(k0) * C, keys, HS_, Eigen::OuterStride<>(C));  // (keys, HS)
+            S.noalias() = (scale_ * Q) * K.transpose();  // the scale on an operand: gemm's alpha, no extra pass
+        }
         for (int r = 0; r < rows; ++r) {
             const int n = t0 + r + 1 - k0;  // keys k0..t
             if (clamp_on_)
@@ -159,9 +173,13 @@ void attention_layer<T>::block_numerator(T* u, T* z, attention_scratch<T>& scrat
     const int HS = HS_, rows = t1 - t0, keys = t1 - k0;
     matrix_map<T> U(u, Tn, HS);                         // (T, HS)
     const_matrix_map<T> Vg(scratch.Vg.data(), Tn, HS);  // (T, HS)
-    weight_block(scratch, q, k, fq, fk, t0, t1, k0);
-    const_matrix_map<T> W(scratch.W.data(), rows, keys);  // (rows, keys)
-    U.middleRows(t0, rows).noalias() = W * Vg.middleRows(k0, keys);
+    weight_block(scratch, q, k, fq, fk, Tn, t0, t1, k0);
+    const_matrix_map<T> W(scratch.W.data(), rows, keys);  // (rows, keys), zero above the diagonal
+    if (small_products(Tn))
+        small_gemm(u + static_cast<long>(t0) * HS, HS, W.data(), keys, scratch.Vg.data() + static_cast<long>(k0) * HS,
+                   HS, rows, HS, keys, T(1), false, causal_keys(t0, k0));
+    else
+        U.middleRows(t0, rows).noalias() = W * Vg.middleRows(k0, keys);
     if (needs_weight_sum_)
         for (int r = 0; r < rows; ++r) z[t0 + r] = W.row(r).head(t0 + r + 1 - k0).sum();
 }
@@ -208,6 +226,8 @@ void attention_layer<T>::forward_heads(T* out, attention_cache<T>& cache, const 
         else
             Vg = V;
 
+        if (small_products(Tn)) transpose_into(scratch.Kt.data(), in.k + off, Tn, HS, C);  // (HS, T)
+
         if (chunked)
             numerator_chunked(U.data(), z, scratch, in.q + off, in.k + off, fq, fk, Tn);
         else
@@ -241,21 +261,17 @@ void attention_layer<T>::block_numerator_backward(T* dq, T* dk, attention_scratc
     const_matrix_map<T> dU(scratch.dU.data(), Tn, HS), Vg(scratch.Vg.data(), Tn, HS);
     matrix_map<T> dVg(scratch.dVg.data(), Tn, HS);
     const T* dz = scratch.dz.data();
-    weight_block(scratch, q, k, fq, fk, t0, t1, k0);
+    weight_block(scratch, q, k, fq, fk, Tn, t0, t1, k0);
     const_matrix_map<T> W(scratch.W.data(), rows, keys);  // (rows, keys)
     matrix_map<T> dW(scratch.dW.data(), rows, keys);      // (rows, keys)
+    if (kernel_ && small_products(Tn)) {
+        block_scores_backward_small(dq, dk, scratch, q, k, Tn, t0, t1, k0);
+        return;
+    }
     dW.noalias() = dU.middleRows(t0, rows) * Vg.middleRows(k0, keys).transpose();
     dVg.middleRows(k0, keys).noalias() += W.transpose() * dU.middleRows(t0, rows);  // W is zero above the diagonal
     if (kernel_) {
-        const_matrix_map<T> S(scratch.S.data(), rows, keys);
-        for (int r = 0; r < rows; ++r) {
-            const int n = t0 + r + 1 - k0;
-            const T dz_t = needs_weight_sum_ ? dz[t0 + r] : T(0);
-            kernel_->backward_row_padded(&dW(r, 0), &dW(r, 0), dz_t, S.row(r).data(), W.row(r).data(), n, keys);
-            if (clamp_on_)  // min(s, c) passes the gradient only below c
-                for (int j = 0; j < n; ++j)
-                    if (!(S(r, j) < clamp_)) dW(r, j) = T(0);
-        }
+        score_rows_backward(scratch, t0, t1, k0);
         // dW now holds ds (rows, keys), zero above the diagonal
         dQ.middleRows(t0, rows).noalias() += (scale_ * dW) * K.middleRows(k0, keys);
         dK.middleRows(k0, keys).noalias() += (scale_ * dW.transpose()) * Q.middleRows(t0, rows);
@@ -271,6 +287,41 @@ void attention_layer<T>::block_numerator_backward(T* dq, T* dk, attention_scratc
         matrix_map<T>(scratch.dFk.data(), Tn, HS).middleRows(k0, keys).noalias() +=
             dW.transpose() * Fq.middleRows(t0, rows);
     }
+}
+
+template <class T>
+void attention_layer<T>::score_rows_backward(attention_scratch<T>& scratch, int t0, int t1, int k0) const {
+    const int rows = t1 - t0, keys = t1 - k0;
+    const_matrix_map<T> S(scratch.S.data(), rows, keys), W(scratch.W.data(), rows, keys);  // (rows, keys)
+    matrix_map<T> dW(scratch.dW.data(), rows, keys);                                       // (rows, keys)
+    for (int r = 0; r < rows; ++r) {
+        const int n = t0 + r + 1 - k0;
+        const T dz_t = needs_weight_sum_ ? scratch.dz[t0 + r] : T(0);
+        kernel_->backward_row_padded(&dW(r, 0), &dW(r, 0), dz_t, S.row(r).data(), W.row(r).data(), n, keys);
+        if (clamp_on_)  // min(s, c) passes the gradient only below c
+            for (int j = 0; j < n; ++j)
+                if (!(S(r, j) < clamp_)) dW(r, j) = T(0);
+    }
+}
+
+// The score kernels' block backward in small products (W^T and ds^T read
+// in place: small_gemm's trans_a).
+template <class T>
+void attention_layer<T>::block_scores_backward_small(T* dq, T* dk, attention_scratch<T>& scratch, const T* q,
+                                                     const T* k, int Tn, int t0, int t1, int k0) const {
+    const int HS = HS_, C = NH_ * HS, rows = t1 - t0, keys = t1 - k0;
+    const row_band causal = causal_keys(t0, k0), causal_t = {-(t0 - k0), INT_MAX / 2};  // of W (rows, keys), W^T
+    T* dW = scratch.dW.data();                                                          // (rows, keys)
+    const T* dU = scratch.dU.data() + static_cast<long>(t0) * HS;                       // (rows, HS)
+    small_gemm(dW, keys, dU, HS, scratch.Vgt.data() + k0, Tn, rows, keys, HS, T(1), false, {}, causal);  // dU Vg^T
+    // dVg (keys, HS) += W^T dU
+    small_gemm(scratch.dVg.data() + static_cast<long>(k0) * HS, HS, scratch.W.data(), keys, dU, HS, keys, HS, rows,
+               T(1), true, causal_t, {}, true);
+    score_rows_backward(scratch, t0, t1, k0);  // dW <- ds (rows, keys), zero above the diagonal
+    small_gemm(dq + static_cast<long>(t0) * C, C, dW, keys, k + static_cast<long>(k0) * C, C, rows, HS, keys, scale_,
+               true, causal);  // dQ (rows, HS) += scale ds K
+    small_gemm(dk + static_cast<long>(k0) * C, C, dW, keys, q + static_cast<long>(t0) * C, C, keys, HS, rows, scale_,
+               true, causal_t, {}, true);  // dK (keys, HS) += scale ds^T Q
 }
 
 template <class T>
@@ -330,6 +381,10 @@ void attention_layer<T>::backward_heads(const attention_grads<T>& grads, const T
             for (int t = 0; t < Tn; ++t) Vg.row(t) = V.row(t) * in.in_gate[gate_off + static_cast<long>(t) * NH];
         else
             Vg = V;
+        if (small_products(Tn)) {
+            transpose_into(scratch.Kt.data(), in.k + off, Tn, HS, C);   // (HS, T)
+            transpose_into(scratch.Vgt.data(), Vg.data(), Tn, HS, HS);  // (HS, T)
+        }
         dVg.setZero();
         if (features_) {
             matrix_map<T>(scratch.dFq.data(), Tn, HS).setZero();

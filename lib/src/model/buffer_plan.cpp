@@ -127,7 +127,9 @@ buffer_entry plan_entry(model_buffer b, const dims& d) {
         case mb::scratch_dU:
         case mb::scratch_dVg:
         case mb::scratch_dFq:
-        case mb::scratch_dFk: return shard(d.scratch.head);
+        case mb::scratch_dFk:
+        case mb::scratch_Kt:
+        case mb::scratch_Vgt: return shard(d.scratch.head);
         case mb::scratch_dz: return shard(d.scratch.dz);
         case mb::scratch_row: return shard(d.scratch.row);
         case mb::scratch_Pq:

@@ -80,7 +80,7 @@ struct attention_cache {
 // quadratically).
 struct attention_scratch_size {
     std::size_t block = 0;  // S, W, dW each: (block_rows, T_cap), or (Cn, Cn) when larger
-    std::size_t head = 0;   // Vg, dU, dVg, dFq, dFk each: (T_cap, HS), whatever the variant
+    std::size_t head = 0;   // Vg, dU, dVg, dFq, dFk, Kt, Vgt each: (T_cap, HS), whatever the variant
     std::size_t dz = 0;     // (T_cap)
     std::size_t row = 0;    // (HS)
     // chunked form, Cn = min(chunk, T_cap), F = chunked_feature_size:
@@ -100,6 +100,7 @@ struct attention_scratch {
     std::vector<T> S, W, dW;               // (block_rows, T_cap) scores, weights, their gradient
     std::vector<T> Vg, dU, dVg;            // (T_cap, HS) g_in * V, dL/du, dL/d(g_in V)
     std::vector<T> dFq, dFk;               // (T_cap, HS) feature gradients (feature maps)
+    std::vector<T> Kt, Vgt;                // (HS, T_cap) K^T and (g_in V)^T: small_gemm's B operands
     std::vector<T> dz, row;                // (T_cap) dL/dz_t, (HS) one row
     std::vector<T> Pq, Pk, dP;             // (Cn, F) a chunk's state features of q, k, and a gradient
     std::vector<T> St, dSt;                // (F, HS) state sum_j phi(k_j) v'_j^T and its gradient
@@ -141,14 +142,23 @@ private:
     // clamped scaled scores in scratch.S. Q, K: the head's (T, HS) rows with
     // row stride C; Fq, Fk: its features (T, HS) contiguous (feature maps).
     // Keys [k0, t1) only (W is then (t1 - t0, t1 - k0)): the chunked form's diagonal blocks.
-    void weight_block(attention_scratch<T>& scratch, const T* Q, const T* K, const T* Fq, const T* Fk, int t0, int t1,
-                      int k0 = 0) const;
+    // With small products, the scores come from scratch.Kt (HS, Tn) instead of K.
+    void weight_block(attention_scratch<T>& scratch, const T* Q, const T* K, const T* Fq, const T* Fk, int Tn, int t0,
+                      int t1, int k0) const;
+    // Score kernels' blocks through small_gemm (no BLAS call, the causal
+    // half skipped) rather than Eigen's products, which pay only for long rows.
+    bool small_products(int Tn) const;
     // Rows [t0, t1) of one head's u (T, HS) and z (T) from keys [k0, t1)
     // alone, and their backward (the terms of the pairs t, j in that block).
     void block_numerator(T* U, T* z, attention_scratch<T>& scratch, const T* q, const T* k, const T* fq, const T* fk,
                          int Tn, int t0, int t1, int k0) const;
     void block_numerator_backward(T* dq, T* dk, attention_scratch<T>& scratch, const T* q, const T* k, const T* fq,
                                   const T* fk, int Tn, int t0, int t1, int k0) const;
+    // Score kernels: scratch.dW (rows, keys) <- ds from dW, S and W, row by
+    // row; and the whole block's backward in small products.
+    void score_rows_backward(attention_scratch<T>& scratch, int t0, int t1, int k0) const;
+    void block_scores_backward_small(T* dq, T* dk, attention_scratch<T>& scratch, const T* q, const T* k, int Tn,
+                                     int t0, int t1, int k0) const;
     // One head's u (T, HS) and z (T) (z only when the denominator reads it)
     // from its q, k (row stride C), features Fq, Fk (feature maps) and
     // Vg = g_in V (T, HS): the quadratic and the chunked form.

@@ -92,6 +92,8 @@ enum class model_buffer {
     scratch_dVg,
     scratch_dFq,
     scratch_dFk,  // (T, HS)
+    scratch_Kt,
+    scratch_Vgt,  // (HS, T)
     scratch_dz,
     scratch_row,  // (T), (HS)
     scratch_Pq,

@@ -1,0 +1,185 @@
+// A register-blocked product for small, banded operands (small_gemm.hpp).
+// A tile of R rows by CV vectors of C lives in registers while k runs:
+// per k, CV vectors of B's row k are loaded once and each of the R entries
+// A(i, k) is broadcast against them. No packing: the operands of an
+// attention block (a few KiB) sit in L1 already.
+#include "attnlab/ops/small_gemm.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace attnlab {
+
+namespace {
+
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define ATTNLAB_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define ATTNLAB_CLONES
+#endif
+
+// 64 bytes of T in GCC's vector extension: one AVX-512 register, two AVX2
+// ones; each clone compiles the same code for its own registers.
+template <class T>
+struct vec64;
+template <>
+struct vec64<float> {
+    using type = float __attribute__((vector_size(64)));
+    static constexpr int lanes = 16;
+};
+template <>
+struct vec64<double> {
+    using type = double __attribute__((vector_size(64)));
+    static constexpr int lanes = 8;
+};
+
+// C (R, CV * lanes) (+)= alpha A (R, k0..k1) B (k0..k1, CV * lanes);
+// A(r, k) at A[r lda + k], or at A[k lda + r] when TA (A stored transposed).
+template <class T, bool TA, int R, int CV>
+[[gnu::always_inline]] inline void tile(T* C, int ldc, const T* A, int lda, const T* B, int ldb, int k0, int k1,
+                                        T alpha, bool add) {
+    using V = typename vec64<T>::type;
+    constexpr int L = vec64<T>::lanes;
+    V acc[R][CV];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int c = 0; c < CV; ++c) acc[r][c] = V{};
+    for (int k = k0; k < k1; ++k) {
+        V b[CV];
+#pragma GCC unroll 4
+        for (int c = 0; c < CV; ++c) std::memcpy(&b[c], B + static_cast<long>(k) * ldb + c * L, sizeof(V));
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            const T a = TA ? A[static_cast<long>(k) * lda + r] : A[static_cast<long>(r) * lda + k];
+#pragma GCC unroll 4
+            for (int c = 0; c < CV; ++c) acc[r][c] += a * b[c];
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int c = 0; c < CV; ++c) {
+            T* dst = C + static_cast<long>(r) * ldc + c * L;
+            V out = acc[r][c] * alpha;
+            if (add) {
+                V old;
+                std::memcpy(&old, dst, sizeof(V));
+                out += old;
+            }
+            std::memcpy(dst, &out, sizeof(V));
+        }
+}
+
+// The same for fewer columns than one vector, one entry at a time.
+template <class T, bool TA>
+[[gnu::always_inline]] inline void tile_scalar(T* C, int ldc, const T* A, int lda, const T* B, int ldb, int rows,
+                                               int cols, int k0, int k1, T alpha, bool add) {
+    for (int r = 0; r < rows; ++r)
+        for (int j = 0; j < cols; ++j) {
+            T s = 0;
+            for (int k = k0; k < k1; ++k)
+                s += (TA ? A[static_cast<long>(k) * lda + r] : A[static_cast<long>(r) * lda + k]) *
+                     B[static_cast<long>(k) * ldb + j];
+            T& dst = C[static_cast<long>(r) * ldc + j];
+            dst = add ? dst + alpha * s : alpha * s;
+        }
+}
+
+// R is known only at run time at the last block of rows: one instantiation
+// per count, up to 16 accumulators (so that they stay in AVX-512 registers).
+template <class T, bool TA, int CV>
+[[gnu::always_inline]] inline void tile_rows(int rows, T* C, int ldc, const T* A, int lda, const T* B, int ldb,
+                                             int k0, int k1, T alpha, bool add) {
+    switch (rows) {
+    case 8: if constexpr (8 * CV <= 16) { tile<T, TA, 8, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return; } break;
+    case 7: if constexpr (7 * CV <= 16) { tile<T, TA, 7, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return; } break;
+    case 6: if constexpr (6 * CV <= 16) { tile<T, TA, 6, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return; } break;
+    case 5: if constexpr (5 * CV <= 16) { tile<T, TA, 5, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return; } break;
+    case 4: tile<T, TA, 4, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return;
+    case 3: tile<T, TA, 3, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return;
+    case 2: tile<T, TA, 2, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return;
+    case 1: tile<T, TA, 1, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return;
+    default: break;
+    }
+    // more rows than 16 accumulators allow (not reached: small_gemm_impl's blocks): one at a time
+    for (int r = 0; r < rows; ++r)
+        tile<T, TA, 1, CV>(C + static_cast<long>(r) * ldc, ldc, A + (TA ? r : static_cast<long>(r) * lda), lda, B,
+                           ldb, k0, k1, alpha, add);
+}
+
+template <class T, bool TA>
+[[gnu::always_inline]] inline void small_gemm_impl(T* C, int ldc, const T* A, int lda, const T* B, int ldb, int M,
+                                                   int N, int K, T alpha, bool add, row_band k_band,
+                                                   row_band n_band) {
+    constexpr int L = vec64<T>::lanes;
+    // Narrow C (up to two vectors): 8 rows per tile; wider: 4 rows of up to 4 vectors.
+    const int block = N <= 2 * L ? 8 : 4;
+    // Panels of 4 vectors of columns outside, row blocks inside: the panel of
+    // B (K, 4 lanes) stays in L1 while the rows of A pass.
+    for (int jp = 0; jp < N; jp += 4 * L)
+        for (int i0 = 0; i0 < M; i0 += block) {
+            const int rows = std::min(block, M - i0), last = i0 + rows - 1;
+            const int k0 = std::clamp(i0 + k_band.lo, 0, K), k1 = std::clamp(last + k_band.hi, k0, K);
+            const int j0 = std::clamp(i0 + n_band.lo, 0, N);
+            const int j_need = std::clamp(last + n_band.hi, j0, N);
+            const int j1 = std::min(N, j0 + (j_need - j0 + L - 1) / L * L);  // whole vectors where N allows
+            const int j = std::max(j0, jp), j_end = std::min(j1, jp + 4 * L);
+            if (j >= j_end) continue;
+            T* Cb = C + static_cast<long>(i0) * ldc + j;
+            const T* Ab = A + (TA ? i0 : static_cast<long>(i0) * lda);
+            const T* Bp = B + j;
+            const int vectors = (j_end - j) / L, tail = (j_end - j) % L;
+            switch (vectors) {
+            case 4: tile_rows<T, TA, 4>(rows, Cb, ldc, Ab, lda, Bp, ldb, k0, k1, alpha, add); break;
+            case 3: tile_rows<T, TA, 3>(rows, Cb, ldc, Ab, lda, Bp, ldb, k0, k1, alpha, add); break;
+            case 2: tile_rows<T, TA, 2>(rows, Cb, ldc, Ab, lda, Bp, ldb, k0, k1, alpha, add); break;
+            case 1: tile_rows<T, TA, 1>(rows, Cb, ldc, Ab, lda, Bp, ldb, k0, k1, alpha, add); break;
+            default: break;
+            }
+            if (tail > 0)
+                tile_scalar<T, TA>(Cb + vectors * L, ldc, Ab, lda, Bp + vectors * L, ldb, rows, tail, k0, k1, alpha,
+                                   add);
+        }
+}
+
+// In tiles of 16 x 16: a row stride of a power of two would map a whole
+// column of the input to a few cache sets, evicting itself.
+template <class T>
+[[gnu::always_inline]] inline void transpose_impl(T* out, const T* in, int rows, int cols, int ld_in) {
+    constexpr int tile = 16;
+    for (int i0 = 0; i0 < rows; i0 += tile)
+        for (int j0 = 0; j0 < cols; j0 += tile) {
+            const int i1 = std::min(rows, i0 + tile), j1 = std::min(cols, j0 + tile);
+            for (int j = j0; j < j1; ++j)
+                for (int i = i0; i < i1; ++i) out[static_cast<long>(j) * rows + i] = in[static_cast<long>(i) * ld_in + j];
+        }
+}
+
+}  // namespace
+
+ATTNLAB_CLONES void small_gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int M, int N,
+                               int K, float alpha, bool add, row_band k_band, row_band n_band, bool trans_a) {
+    if (trans_a)
+        small_gemm_impl<float, true>(C, ldc, A, lda, B, ldb, M, N, K, alpha, add, k_band, n_band);
+    else
+        small_gemm_impl<float, false>(C, ldc, A, lda, B, ldb, M, N, K, alpha, add, k_band, n_band);
+}
+
+void small_gemm(double* C, int ldc, const double* A, int lda, const double* B, int ldb, int M, int N, int K,
+                double alpha, bool add, row_band k_band, row_band n_band, bool trans_a) {
+    if (trans_a)
+        small_gemm_impl<double, true>(C, ldc, A, lda, B, ldb, M, N, K, alpha, add, k_band, n_band);
+    else
+        small_gemm_impl<double, false>(C, ldc, A, lda, B, ldb, M, N, K, alpha, add, k_band, n_band);
+}
+
+ATTNLAB_CLONES void transpose_into(float* out, const float* in, int rows, int cols, int ld_in) {
+    transpose_impl(out, in, rows, cols, ld_in);
+}
+
+void transpose_into(double* out, const double* in, int rows, int cols, int ld_in) {
+    transpose_impl(out, in, rows, cols, ld_in);
+}
+
+}  // namespace attnlab
