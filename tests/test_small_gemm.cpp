@@ -32,7 +32,9 @@ struct product_case {
 template <class T>
 void check_case(const product_case& pc, double tol) {
     const int lda = (pc.trans_a ? pc.M : pc.K) + 3, ldb = pc.N + 5, ldc = pc.N + 2;
-    auto a_at = [&](int i, int k) { return pc.trans_a ? static_cast<size_t>(k) * lda + i : static_cast<size_t>(i) * lda + k; };
+    auto a_at = [&](int i, int k) {
+        return pc.trans_a ? static_cast<size_t>(k) * lda + i : static_cast<size_t>(i) * lda + k;
+    };
     rng r(static_cast<std::uint64_t>(pc.M * 131 + pc.N * 17 + pc.K));
     std::vector<T> A(static_cast<size_t>(pc.trans_a ? pc.K : pc.M) * lda), B(static_cast<size_t>(pc.K) * ldb);
     for (auto& a : A) a = static_cast<T>(r.normal());
@@ -69,7 +71,7 @@ void check_case(const product_case& pc, double tol) {
                 mismatches += !(got == before || std::abs(got - ref) <= tol * (1 + std::abs(ref)));
         }
     INFO("M " << pc.M << " N " << pc.N << " K " << pc.K << " add " << pc.add << " alpha " << pc.alpha << " trans_a "
-               << pc.trans_a);
+              << pc.trans_a);
     CHECK(mismatches == 0);
     CHECK(written_outside == 0);
 }
@@ -112,12 +114,24 @@ TEST_CASE("small_gemm: a band that is empty for some rows gives zero (or leaves 
 }
 
 TEST_CASE("transpose_into: out(j, i) = in(i, j) with a leading dimension", "[ops][small_gemm]") {
-    const int rows = 5, cols = 19, ld = 23;
-    std::vector<float> in(static_cast<size_t>(rows) * ld), out(static_cast<size_t>(rows) * cols, -1.0f);
-    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i);
-    transpose_into(out.data(), in.data(), rows, cols, ld);
-    long wrong = 0;
-    for (int i = 0; i < rows; ++i)
-        for (int j = 0; j < cols; ++j) wrong += out[static_cast<size_t>(j) * rows + i] != in[static_cast<size_t>(i) * ld + j];
-    CHECK(wrong == 0);
+    // whole 8 x 8 tiles, right and bottom edges, and shapes below one tile
+    struct shape {
+        int rows, cols, ld;
+    };
+    for (const shape sh : {shape{5, 19, 23}, shape{21, 19, 23}, shape{64, 32, 64}, shape{16, 8, 8}, shape{3, 2, 2}}) {
+        std::vector<float> in(static_cast<size_t>(sh.rows) * sh.ld), out(static_cast<size_t>(sh.rows) * sh.cols, -1);
+        std::vector<double> ind(in.size()), outd(out.size(), -1);
+        for (size_t i = 0; i < in.size(); ++i) ind[i] = in[i] = static_cast<float>(i);
+        transpose_into(out.data(), in.data(), sh.rows, sh.cols, sh.ld);
+        transpose_into(outd.data(), ind.data(), sh.rows, sh.cols, sh.ld);
+        long wrong = 0;
+        for (int i = 0; i < sh.rows; ++i)
+            for (int j = 0; j < sh.cols; ++j) {
+                const size_t o = static_cast<size_t>(j) * sh.rows + i, n = static_cast<size_t>(i) * sh.ld + j;
+                wrong += out[o] != in[n];
+                wrong += outd[o] != ind[n];
+            }
+        INFO("rows " << sh.rows << " cols " << sh.cols << " ld " << sh.ld);
+        CHECK(wrong == 0);
+    }
 }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 namespace attnlab {
 
@@ -89,29 +90,48 @@ template <class T, bool TA>
 // R is known only at run time at the last block of rows: one instantiation
 // per count, up to 16 accumulators (so that they stay in AVX-512 registers).
 template <class T, bool TA, int CV>
-[[gnu::always_inline]] inline void tile_rows(int rows, T* C, int ldc, const T* A, int lda, const T* B, int ldb,
-                                             int k0, int k1, T alpha, bool add) {
+[[gnu::always_inline]] inline void tile_rows(int rows, T* C, int ldc, const T* A, int lda, const T* B, int ldb, int k0,
+                                             int k1, T alpha, bool add) {
     switch (rows) {
-    case 8: if constexpr (8 * CV <= 16) { tile<T, TA, 8, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return; } break;
-    case 7: if constexpr (7 * CV <= 16) { tile<T, TA, 7, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return; } break;
-    case 6: if constexpr (6 * CV <= 16) { tile<T, TA, 6, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return; } break;
-    case 5: if constexpr (5 * CV <= 16) { tile<T, TA, 5, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return; } break;
-    case 4: tile<T, TA, 4, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return;
-    case 3: tile<T, TA, 3, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return;
-    case 2: tile<T, TA, 2, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return;
-    case 1: tile<T, TA, 1, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return;
-    default: break;
+        case 8:
+            if constexpr (8 * CV <= 16) {
+                tile<T, TA, 8, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add);
+                return;
+            }
+            break;
+        case 7:
+            if constexpr (7 * CV <= 16) {
+                tile<T, TA, 7, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add);
+                return;
+            }
+            break;
+        case 6:
+            if constexpr (6 * CV <= 16) {
+                tile<T, TA, 6, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add);
+                return;
+            }
+            break;
+        case 5:
+            if constexpr (5 * CV <= 16) {
+                tile<T, TA, 5, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add);
+                return;
+            }
+            break;
+        case 4: tile<T, TA, 4, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return;
+        case 3: tile<T, TA, 3, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return;
+        case 2: tile<T, TA, 2, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return;
+        case 1: tile<T, TA, 1, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return;
+        default: break;
     }
     // more rows than 16 accumulators allow (not reached: small_gemm_impl's blocks): one at a time
     for (int r = 0; r < rows; ++r)
-        tile<T, TA, 1, CV>(C + static_cast<long>(r) * ldc, ldc, A + (TA ? r : static_cast<long>(r) * lda), lda, B,
-                           ldb, k0, k1, alpha, add);
+        tile<T, TA, 1, CV>(C + static_cast<long>(r) * ldc, ldc, A + (TA ? r : static_cast<long>(r) * lda), lda, B, ldb,
+                           k0, k1, alpha, add);
 }
 
 template <class T, bool TA>
 [[gnu::always_inline]] inline void small_gemm_impl(T* C, int ldc, const T* A, int lda, const T* B, int ldb, int M,
-                                                   int N, int K, T alpha, bool add, row_band k_band,
-                                                   row_band n_band) {
+                                                   int N, int K, T alpha, bool add, row_band k_band, row_band n_band) {
     constexpr int L = vec64<T>::lanes;
     // Narrow C (up to two vectors): 8 rows per tile; wider: 4 rows of up to 4 vectors.
     const int block = N <= 2 * L ? 8 : 4;
@@ -131,11 +151,11 @@ template <class T, bool TA>
             const T* Bp = B + j;
             const int vectors = (j_end - j) / L, tail = (j_end - j) % L;
             switch (vectors) {
-            case 4: tile_rows<T, TA, 4>(rows, Cb, ldc, Ab, lda, Bp, ldb, k0, k1, alpha, add); break;
-            case 3: tile_rows<T, TA, 3>(rows, Cb, ldc, Ab, lda, Bp, ldb, k0, k1, alpha, add); break;
-            case 2: tile_rows<T, TA, 2>(rows, Cb, ldc, Ab, lda, Bp, ldb, k0, k1, alpha, add); break;
-            case 1: tile_rows<T, TA, 1>(rows, Cb, ldc, Ab, lda, Bp, ldb, k0, k1, alpha, add); break;
-            default: break;
+                case 4: tile_rows<T, TA, 4>(rows, Cb, ldc, Ab, lda, Bp, ldb, k0, k1, alpha, add); break;
+                case 3: tile_rows<T, TA, 3>(rows, Cb, ldc, Ab, lda, Bp, ldb, k0, k1, alpha, add); break;
+                case 2: tile_rows<T, TA, 2>(rows, Cb, ldc, Ab, lda, Bp, ldb, k0, k1, alpha, add); break;
+                case 1: tile_rows<T, TA, 1>(rows, Cb, ldc, Ab, lda, Bp, ldb, k0, k1, alpha, add); break;
+                default: break;
             }
             if (tail > 0)
                 tile_scalar<T, TA>(Cb + vectors * L, ldc, Ab, lda, Bp + vectors * L, ldb, rows, tail, k0, k1, alpha,
@@ -143,23 +163,62 @@ template <class T, bool TA>
         }
 }
 
-// In tiles of 16 x 16: a row stride of a power of two would map a whole
-// column of the input to a few cache sets, evicting itself.
+// Whole 8 x 8 tiles of floats in vectors of 8: three rounds of shuffles
+// (pairs of lanes, pairs of pairs, halves), as the unpack/shuffle/permute
+// transpose of AVX; GCC picks each clone's instructions.
+using lanes8 = float __attribute__((vector_size(32)));
+using mask8 = int __attribute__((vector_size(32)));
+
+[[gnu::always_inline]] inline void transpose_tile8(float* out, int ld_out, const float* in, int ld_in) {
+    lanes8 r[8], t[8];
+    for (int i = 0; i < 8; ++i) std::memcpy(&r[i], in + static_cast<long>(i) * ld_in, sizeof(lanes8));
+    for (int i = 0; i < 8; i += 2) {  // interleave lanes of rows i, i + 1
+        t[i] = __builtin_shuffle(r[i], r[i + 1], mask8{0, 8, 1, 9, 4, 12, 5, 13});
+        t[i + 1] = __builtin_shuffle(r[i], r[i + 1], mask8{2, 10, 3, 11, 6, 14, 7, 15});
+    }
+    for (int i = 0; i < 8; i += 4)  // pairs of lanes of rows i..i+3
+        for (int h = 0; h < 2; ++h) {
+            r[i + h] = __builtin_shuffle(t[i + h], t[i + h + 2], mask8{0, 1, 8, 9, 4, 5, 12, 13});
+            r[i + h + 2] = __builtin_shuffle(t[i + h], t[i + h + 2], mask8{2, 3, 10, 11, 6, 7, 14, 15});
+        }
+    for (int i = 0; i < 4; ++i) {  // halves of rows i, i + 4
+        t[i] = __builtin_shuffle(r[i], r[i + 4], mask8{0, 1, 2, 3, 8, 9, 10, 11});
+        t[i + 4] = __builtin_shuffle(r[i], r[i + 4], mask8{4, 5, 6, 7, 12, 13, 14, 15});
+    }
+    // t[c] holds out row c in the order (0 2 1 3): undo it on the way out
+    constexpr int row_of[8] = {0, 2, 1, 3, 4, 6, 5, 7};
+    for (int c = 0; c < 8; ++c) std::memcpy(out + static_cast<long>(row_of[c]) * ld_out, &t[c], sizeof(lanes8));
+}
+
+template <class T>
+[[gnu::always_inline]] inline void transpose_scalar(T* out, const T* in, int rows, int ld_in, int i0, int i1, int j0,
+                                                    int j1) {
+    for (int j = j0; j < j1; ++j)
+        for (int i = i0; i < i1; ++i) out[static_cast<long>(j) * rows + i] = in[static_cast<long>(i) * ld_in + j];
+}
+
+// In tiles: a row stride of a power of two would map a whole column of the
+// input to a few cache sets, evicting itself.
 template <class T>
 [[gnu::always_inline]] inline void transpose_impl(T* out, const T* in, int rows, int cols, int ld_in) {
-    constexpr int tile = 16;
-    for (int i0 = 0; i0 < rows; i0 += tile)
-        for (int j0 = 0; j0 < cols; j0 += tile) {
-            const int i1 = std::min(rows, i0 + tile), j1 = std::min(cols, j0 + tile);
-            for (int j = j0; j < j1; ++j)
-                for (int i = i0; i < i1; ++i) out[static_cast<long>(j) * rows + i] = in[static_cast<long>(i) * ld_in + j];
+    constexpr int tile = 8;
+    const int rows8 = rows / tile * tile, cols8 = cols / tile * tile;
+    for (int i0 = 0; i0 < rows8; i0 += tile)
+        for (int j0 = 0; j0 < cols8; j0 += tile) {
+            if constexpr (std::is_same_v<T, float>)
+                transpose_tile8(out + static_cast<long>(j0) * rows + i0, rows, in + static_cast<long>(i0) * ld_in + j0,
+                                ld_in);
+            else
+                transpose_scalar(out, in, rows, ld_in, i0, i0 + tile, j0, j0 + tile);
         }
+    transpose_scalar(out, in, rows, ld_in, 0, rows8, cols8, cols);  // right edge
+    transpose_scalar(out, in, rows, ld_in, rows8, rows, 0, cols);   // bottom edge
 }
 
 }  // namespace
 
-ATTNLAB_CLONES void small_gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int M, int N,
-                               int K, float alpha, bool add, row_band k_band, row_band n_band, bool trans_a) {
+ATTNLAB_CLONES void small_gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int M, int N, int K,
+                               float alpha, bool add, row_band k_band, row_band n_band, bool trans_a) {
     if (trans_a)
         small_gemm_impl<float, true>(C, ldc, A, lda, B, ldb, M, N, K, alpha, add, k_band, n_band);
     else
