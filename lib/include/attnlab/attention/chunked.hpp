@@ -37,9 +37,10 @@ std::size_t chunked_feature_size(const attention_config& cfg, int HS);
 // kappa = chunked_state_cost weighs the state's products and feature maps
 // against the quadratic form's products: fitted to results/bench/seq_len.csv
 // (taylor 2 and power 2 at HS 32: the state's (C, F) x (F, HS) products and
-// the scalar feature expansions run at about 1/1.75 of the score products'
-// speed), it puts the crossovers at the measured lengths.
-inline constexpr double chunked_state_cost = 1.75;
+// the scalar feature expansions run at about 1/2.8 of the score products'
+// speed in small_gemm), it puts the crossovers at the measured lengths
+// (T = 64 + 2 kappa F at chunks of 64: 3206 for taylor 2, 3021 for power 2).
+inline constexpr double chunked_state_cost = 2.8;
 struct form_costs {
     double quadratic = 0, chunked = 0;  // chunked: infinity without a chunked form
 };
