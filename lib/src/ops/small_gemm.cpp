@@ -123,18 +123,25 @@ template <class T, bool TA, int CV>
         case 1: tile<T, TA, 1, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return;
         default: break;
     }
-    // more rows than 16 accumulators allow (not reached: small_gemm_impl's blocks): one at a time
-    for (int r = 0; r < rows; ++r)
-        tile<T, TA, 1, CV>(C + static_cast<long>(r) * ldc, ldc, A + (TA ? r : static_cast<long>(r) * lda), lda, B, ldb,
-                           k0, k1, alpha, add);
+    // more rows than 16 accumulators allow (5..8 rows of 3 or 4 vectors): 4 rows, then the rest
+    const long a_step = TA ? 4 : 4L * lda;
+    tile<T, TA, 4, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add);
+    switch (rows - 4) {
+    case 4: tile<T, TA, 4, CV>(C + 4L * ldc, ldc, A + a_step, lda, B, ldb, k0, k1, alpha, add); break;
+    case 3: tile<T, TA, 3, CV>(C + 4L * ldc, ldc, A + a_step, lda, B, ldb, k0, k1, alpha, add); break;
+    case 2: tile<T, TA, 2, CV>(C + 4L * ldc, ldc, A + a_step, lda, B, ldb, k0, k1, alpha, add); break;
+    case 1: tile<T, TA, 1, CV>(C + 4L * ldc, ldc, A + a_step, lda, B, ldb, k0, k1, alpha, add); break;
+    default: break;
+    }
 }
 
 template <class T, bool TA>
 [[gnu::always_inline]] inline void small_gemm_impl(T* C, int ldc, const T* A, int lda, const T* B, int ldb, int M,
                                                    int N, int K, T alpha, bool add, row_band k_band, row_band n_band) {
     constexpr int L = vec64<T>::lanes;
-    // Narrow C (up to two vectors): 8 rows per tile; wider: 4 rows of up to 4 vectors.
-    const int block = N <= 2 * L ? 8 : 4;
+    // Blocks of 8 rows: a tile of 8 rows of up to 2 vectors, or two of 4
+    // rows of 3 or 4 vectors (at most 16 accumulators).
+    constexpr int block = 8;
     // Panels of 4 vectors of columns outside, row blocks inside: the panel of
     // B (K, 4 lanes) stays in L1 while the rows of A pass.
     for (int jp = 0; jp < N; jp += 4 * L)
