@@ -133,62 +133,55 @@ void attention_layer<T>::init_cache(attention_cache<T>& cache, int B, int T_cap)
 }
 
 template <class T>
-bool attention_layer<T>::small_products(int /*Tn*/) const {
-    return bool(kernel_);
+void attention_layer<T>::keys_transposed(attention_scratch<T>& scratch, const T* k, const T* fk, int Tn) const {
+    if (kernel_)
+        transpose_into(scratch.Kt.data(), k, Tn, HS_, NH_ * HS_);
+    else
+        transpose_into(scratch.Kt.data(), fk, Tn, HS_, HS_);
 }
 
 template <class T>
-void attention_layer<T>::weight_block(attention_scratch<T>& scratch, const T* q, const T* k, const T* fq, const T* fk,
-                                      int Tn, int t0, int t1, int k0) const {
+void attention_layer<T>::weight_block(attention_scratch<T>& scratch, const T* q, const T* fq, int Tn, int t0, int t1,
+                                      int k0) const {
     const int C = NH_ * HS_, rows = t1 - t0, keys = t1 - k0;
+    const row_band causal = causal_keys(t0, k0);
     matrix_map<T> W(scratch.W.data(), rows, keys);  // (rows, keys)
     if (kernel_) {
-        matrix_map<T> S(scratch.S.data(), rows, keys);  // (rows, keys)
-        if (small_products(Tn)) {                       // row r needs keys < t0 - k0 + r + 1
-            small_gemm(S.data(), keys, q + static_cast<long>(t0) * C, C, scratch.Kt.data() + k0, Tn, rows, keys, HS_,
-                       scale_, false, {}, causal_keys(t0, k0));
-        } else {
-            const_strided_map<T> Q(q + static_cast<long>(t0) * C, rows, HS_, Eigen::OuterStride<>(C));  // (rows, HS)
-            const_strided_map<T> K(k + static_cast<long>(k0) * C, keys, HS_, Eigen::OuterStride<>(C));  // (keys, HS)
-            S.noalias() = (scale_ * Q) * K.transpose();  // the scale on an operand: gemm's alpha, no extra pass
-        }
+        matrix_map<T> S(scratch.S.data(), rows, keys);  // (rows, keys) = scale Q K^T
+        small_gemm(S.data(), keys, q + static_cast<long>(t0) * C, C, scratch.Kt.data() + k0, Tn, rows, keys, HS_,
+                   scale_, false, {}, causal);
         for (int r = 0; r < rows; ++r) {
             const int n = t0 + r + 1 - k0;  // keys k0..t
             if (clamp_on_)
                 for (int j = 0; j < n; ++j) S(r, j) = std::min(S(r, j), clamp_);
             kernel_->forward_row_padded(&W(r, 0), &S(r, 0), n, keys);
         }
-    } else {
-        const_matrix_map<T> Fq(fq + static_cast<long>(t0) * HS_, rows, HS_);  // (rows, HS)
-        const_matrix_map<T> Fk(fk + static_cast<long>(k0) * HS_, keys, HS_);  // (keys, HS)
-        W.noalias() = Fq * Fk.transpose();
+    } else {  // W = Phi(Q) Phi(K)^T
+        small_gemm(W.data(), keys, fq + static_cast<long>(t0) * HS_, HS_, scratch.Kt.data() + k0, Tn, rows, keys, HS_,
+                   T(1), false, {}, causal);
         for (int r = 0; r < rows; ++r)
             for (int j = t0 + r + 1 - k0; j < keys; ++j) W(r, j) = T(0);
     }
 }
 
 template <class T>
-void attention_layer<T>::block_numerator(T* u, T* z, attention_scratch<T>& scratch, const T* q, const T* k, const T* fq,
-                                         const T* fk, int Tn, int t0, int t1, int k0) const {
+void attention_layer<T>::block_numerator(T* u, T* z, attention_scratch<T>& scratch, const T* q, const T* fq, int Tn,
+                                         int t0, int t1, int k0) const {
     const int HS = HS_, rows = t1 - t0, keys = t1 - k0;
-    matrix_map<T> U(u, Tn, HS);                         // (T, HS)
-    const_matrix_map<T> Vg(scratch.Vg.data(), Tn, HS);  // (T, HS)
-    weight_block(scratch, q, k, fq, fk, Tn, t0, t1, k0);
+    weight_block(scratch, q, fq, Tn, t0, t1, k0);
     const_matrix_map<T> W(scratch.W.data(), rows, keys);  // (rows, keys), zero above the diagonal
-    if (small_products(Tn))
-        small_gemm(u + static_cast<long>(t0) * HS, HS, W.data(), keys, scratch.Vg.data() + static_cast<long>(k0) * HS,
-                   HS, rows, HS, keys, T(1), false, causal_keys(t0, k0));
-    else
-        U.middleRows(t0, rows).noalias() = W * Vg.middleRows(k0, keys);
+    // U (rows, HS) = W Vg
+    small_gemm(u + static_cast<long>(t0) * HS, HS, W.data(), keys, scratch.Vg.data() + static_cast<long>(k0) * HS, HS,
+               rows, HS, keys, T(1), false, causal_keys(t0, k0));
     if (needs_weight_sum_)
         for (int r = 0; r < rows; ++r) z[t0 + r] = W.row(r).head(t0 + r + 1 - k0).sum();
 }
 
 template <class T>
-void attention_layer<T>::numerator_quadratic(T* u, T* z, attention_scratch<T>& scratch, const T* q, const T* k,
-                                             const T* fq, const T* fk, int Tn) const {
+void attention_layer<T>::numerator_quadratic(T* u, T* z, attention_scratch<T>& scratch, const T* q, const T* fq,
+                                             int Tn) const {
     for (int t0 = 0; t0 < Tn; t0 += scratch.block_rows)
-        block_numerator(u, z, scratch, q, k, fq, fk, Tn, t0, std::min(Tn, t0 + scratch.block_rows), 0);
+        block_numerator(u, z, scratch, q, fq, Tn, t0, std::min(Tn, t0 + scratch.block_rows), 0);
 }
 
 template <class T>
@@ -226,12 +219,12 @@ void attention_layer<T>::forward_heads(T* out, attention_cache<T>& cache, const 
         else
             Vg = V;
 
-        if (small_products(Tn)) transpose_into(scratch.Kt.data(), in.k + off, Tn, HS, C);  // (HS, T)
+        keys_transposed(scratch, in.k + off, fk, Tn);
 
         if (chunked)
             numerator_chunked(U.data(), z, scratch, in.q + off, in.k + off, fq, fk, Tn);
         else
-            numerator_quadratic(U.data(), z, scratch, in.q + off, in.k + off, fq, fk, Tn);
+            numerator_quadratic(U.data(), z, scratch, in.q + off, fq, Tn);
 
         long nonpositive = 0;
         T min_abs = std::numeric_limits<T>::infinity();
@@ -250,42 +243,38 @@ void attention_layer<T>::forward_heads(T* out, attention_cache<T>& cache, const 
     }
 }
 
+// Transposed operands (W^T, ds^T, dw^T) are read in place: small_gemm's trans_a.
 template <class T>
 void attention_layer<T>::block_numerator_backward(T* dq, T* dk, attention_scratch<T>& scratch, const T* q, const T* k,
                                                   const T* fq, const T* fk, int Tn, int t0, int t1, int k0) const {
     const int HS = HS_, C = NH_ * HS, rows = t1 - t0, keys = t1 - k0;
-    const_strided_map<T> Q(q, Tn, HS, Eigen::OuterStride<>(C));  // (T, HS)
-    const_strided_map<T> K(k, Tn, HS, Eigen::OuterStride<>(C));  // (T, HS)
-    strided_map<T> dQ(dq, Tn, HS, Eigen::OuterStride<>(C));
-    strided_map<T> dK(dk, Tn, HS, Eigen::OuterStride<>(C));
-    const_matrix_map<T> dU(scratch.dU.data(), Tn, HS), Vg(scratch.Vg.data(), Tn, HS);
-    matrix_map<T> dVg(scratch.dVg.data(), Tn, HS);
-    const T* dz = scratch.dz.data();
-    weight_block(scratch, q, k, fq, fk, Tn, t0, t1, k0);
-    const_matrix_map<T> W(scratch.W.data(), rows, keys);  // (rows, keys)
-    matrix_map<T> dW(scratch.dW.data(), rows, keys);      // (rows, keys)
-    if (kernel_ && small_products(Tn)) {
-        block_scores_backward_small(dq, dk, scratch, q, k, Tn, t0, t1, k0);
-        return;
-    }
-    dW.noalias() = dU.middleRows(t0, rows) * Vg.middleRows(k0, keys).transpose();
-    dVg.middleRows(k0, keys).noalias() += W.transpose() * dU.middleRows(t0, rows);  // W is zero above the diagonal
+    const row_band causal = causal_keys(t0, k0), causal_t = {-(t0 - k0), INT_MAX / 2};  // of W (rows, keys), W^T
+    weight_block(scratch, q, fq, Tn, t0, t1, k0);
+    const T* W = scratch.W.data();                                                                       // (rows, keys)
+    T* dW = scratch.dW.data();                                                                           // (rows, keys)
+    const T* dU = scratch.dU.data() + static_cast<long>(t0) * HS;                                        // (rows, HS)
+    small_gemm(dW, keys, dU, HS, scratch.Vgt.data() + k0, Tn, rows, keys, HS, T(1), false, {}, causal);  // dU Vg^T
+    // dVg (keys, HS) += W^T dU
+    small_gemm(scratch.dVg.data() + static_cast<long>(k0) * HS, HS, W, keys, dU, HS, keys, HS, rows, T(1), true,
+               causal_t, {}, true);
     if (kernel_) {
-        score_rows_backward(scratch, t0, t1, k0);
-        // dW now holds ds (rows, keys), zero above the diagonal
-        dQ.middleRows(t0, rows).noalias() += (scale_ * dW) * K.middleRows(k0, keys);
-        dK.middleRows(k0, keys).noalias() += (scale_ * dW.transpose()) * Q.middleRows(t0, rows);
+        score_rows_backward(scratch, t0, t1, k0);  // dW <- ds (rows, keys), zero above the diagonal
+        small_gemm(dq + static_cast<long>(t0) * C, C, dW, keys, k + static_cast<long>(k0) * C, C, rows, HS, keys,
+                   scale_, true, causal);  // dQ (rows, HS) += scale ds K
+        small_gemm(dk + static_cast<long>(k0) * C, C, dW, keys, q + static_cast<long>(t0) * C, C, keys, HS, rows,
+                   scale_, true, causal_t, {}, true);  // dK (keys, HS) += scale ds^T Q
     } else {
-        for (int r = 0; r < rows; ++r) {
+        for (int r = 0; r < rows; ++r) {  // dw_tj + dz_t below the diagonal, 0 above
+            T* dw = dW + static_cast<long>(r) * keys;
             const int n = t0 + r + 1 - k0;
             if (needs_weight_sum_)
-                for (int j = 0; j < n; ++j) dW(r, j) += dz[t0 + r];
-            for (int j = n; j < keys; ++j) dW(r, j) = T(0);
+                for (int j = 0; j < n; ++j) dw[j] += scratch.dz[t0 + r];
+            for (int j = n; j < keys; ++j) dw[j] = T(0);
         }
-        const_matrix_map<T> Fq(fq, Tn, HS), Fk(fk, Tn, HS);
-        matrix_map<T>(scratch.dFq.data(), Tn, HS).middleRows(t0, rows).noalias() += dW * Fk.middleRows(k0, keys);
-        matrix_map<T>(scratch.dFk.data(), Tn, HS).middleRows(k0, keys).noalias() +=
-            dW.transpose() * Fq.middleRows(t0, rows);
+        small_gemm(scratch.dFq.data() + static_cast<long>(t0) * HS, HS, dW, keys, fk + static_cast<long>(k0) * HS, HS,
+                   rows, HS, keys, T(1), true, causal);  // dPhi(Q) (rows, HS) += dw Phi(K)
+        small_gemm(scratch.dFk.data() + static_cast<long>(k0) * HS, HS, dW, keys, fq + static_cast<long>(t0) * HS, HS,
+                   keys, HS, rows, T(1), true, causal_t, {}, true);  // dPhi(K) (keys, HS) += dw^T Phi(Q)
     }
 }
 
@@ -302,26 +291,6 @@ void attention_layer<T>::score_rows_backward(attention_scratch<T>& scratch, int 
             for (int j = 0; j < n; ++j)
                 if (!(S(r, j) < clamp_)) dW(r, j) = T(0);
     }
-}
-
-// The score kernels' block backward in small products (W^T and ds^T read
-// in place: small_gemm's trans_a).
-template <class T>
-void attention_layer<T>::block_scores_backward_small(T* dq, T* dk, attention_scratch<T>& scratch, const T* q,
-                                                     const T* k, int Tn, int t0, int t1, int k0) const {
-    const int HS = HS_, C = NH_ * HS, rows = t1 - t0, keys = t1 - k0;
-    const row_band causal = causal_keys(t0, k0), causal_t = {-(t0 - k0), INT_MAX / 2};  // of W (rows, keys), W^T
-    T* dW = scratch.dW.data();                                                          // (rows, keys)
-    const T* dU = scratch.dU.data() + static_cast<long>(t0) * HS;                       // (rows, HS)
-    small_gemm(dW, keys, dU, HS, scratch.Vgt.data() + k0, Tn, rows, keys, HS, T(1), false, {}, causal);  // dU Vg^T
-    // dVg (keys, HS) += W^T dU
-    small_gemm(scratch.dVg.data() + static_cast<long>(k0) * HS, HS, scratch.W.data(), keys, dU, HS, keys, HS, rows,
-               T(1), true, causal_t, {}, true);
-    score_rows_backward(scratch, t0, t1, k0);  // dW <- ds (rows, keys), zero above the diagonal
-    small_gemm(dq + static_cast<long>(t0) * C, C, dW, keys, k + static_cast<long>(k0) * C, C, rows, HS, keys, scale_,
-               true, causal);  // dQ (rows, HS) += scale ds K
-    small_gemm(dk + static_cast<long>(k0) * C, C, dW, keys, q + static_cast<long>(t0) * C, C, keys, HS, rows, scale_,
-               true, causal_t, {}, true);  // dK (keys, HS) += scale ds^T Q
 }
 
 template <class T>
@@ -381,10 +350,8 @@ void attention_layer<T>::backward_heads(const attention_grads<T>& grads, const T
             for (int t = 0; t < Tn; ++t) Vg.row(t) = V.row(t) * in.in_gate[gate_off + static_cast<long>(t) * NH];
         else
             Vg = V;
-        if (small_products(Tn)) {
-            transpose_into(scratch.Kt.data(), in.k + off, Tn, HS, C);   // (HS, T)
-            transpose_into(scratch.Vgt.data(), Vg.data(), Tn, HS, HS);  // (HS, T)
-        }
+        keys_transposed(scratch, in.k + off, fk, Tn);
+        transpose_into(scratch.Vgt.data(), Vg.data(), Tn, HS, HS);  // (HS, T)
         dVg.setZero();
         if (features_) {
             matrix_map<T>(scratch.dFq.data(), Tn, HS).setZero();

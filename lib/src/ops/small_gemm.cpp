@@ -127,11 +127,11 @@ template <class T, bool TA, int CV>
     const long a_step = TA ? 4 : 4L * lda;
     tile<T, TA, 4, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add);
     switch (rows - 4) {
-    case 4: tile<T, TA, 4, CV>(C + 4L * ldc, ldc, A + a_step, lda, B, ldb, k0, k1, alpha, add); break;
-    case 3: tile<T, TA, 3, CV>(C + 4L * ldc, ldc, A + a_step, lda, B, ldb, k0, k1, alpha, add); break;
-    case 2: tile<T, TA, 2, CV>(C + 4L * ldc, ldc, A + a_step, lda, B, ldb, k0, k1, alpha, add); break;
-    case 1: tile<T, TA, 1, CV>(C + 4L * ldc, ldc, A + a_step, lda, B, ldb, k0, k1, alpha, add); break;
-    default: break;
+        case 4: tile<T, TA, 4, CV>(C + 4L * ldc, ldc, A + a_step, lda, B, ldb, k0, k1, alpha, add); break;
+        case 3: tile<T, TA, 3, CV>(C + 4L * ldc, ldc, A + a_step, lda, B, ldb, k0, k1, alpha, add); break;
+        case 2: tile<T, TA, 2, CV>(C + 4L * ldc, ldc, A + a_step, lda, B, ldb, k0, k1, alpha, add); break;
+        case 1: tile<T, TA, 1, CV>(C + 4L * ldc, ldc, A + a_step, lda, B, ldb, k0, k1, alpha, add); break;
+        default: break;
     }
 }
 

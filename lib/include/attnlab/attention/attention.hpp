@@ -139,31 +139,28 @@ public:
 private:
     // Weights of rows [t0, t1) of one head against keys [0, t1) into
     // scratch.W (t1 - t0, t1), zero above the diagonal; score kernels keep the
-    // clamped scaled scores in scratch.S. Q, K: the head's (T, HS) rows with
-    // row stride C; Fq, Fk: its features (T, HS) contiguous (feature maps).
+    // clamped scaled scores in scratch.S. q: the head's (T, HS) rows with row
+    // stride C; fq: its features (T, HS) contiguous (feature maps); the keys
+    // come from scratch.Kt (keys_transposed).
     // Keys [k0, t1) only (W is then (t1 - t0, t1 - k0)): the chunked form's diagonal blocks.
-    // With small products, the scores come from scratch.Kt (HS, Tn) instead of K.
-    void weight_block(attention_scratch<T>& scratch, const T* Q, const T* K, const T* Fq, const T* Fk, int Tn, int t0,
-                      int t1, int k0) const;
-    // Score kernels' blocks through small_gemm (no BLAS call, the causal
-    // half skipped) rather than Eigen's products, which pay only for long rows.
-    bool small_products(int Tn) const;
+    // Every product of a block goes through small_gemm (no BLAS call, the
+    // causal half skipped): for these sizes it beats OpenBLAS at every length.
+    void weight_block(attention_scratch<T>& scratch, const T* q, const T* fq, int Tn, int t0, int t1, int k0) const;
+    // scratch.Kt (HS, T) <- K^T (score kernels, k with row stride C) or Phi(K)^T (feature maps).
+    void keys_transposed(attention_scratch<T>& scratch, const T* k, const T* fk, int Tn) const;
     // Rows [t0, t1) of one head's u (T, HS) and z (T) from keys [k0, t1)
-    // alone, and their backward (the terms of the pairs t, j in that block).
-    void block_numerator(T* U, T* z, attention_scratch<T>& scratch, const T* q, const T* k, const T* fq, const T* fk,
-                         int Tn, int t0, int t1, int k0) const;
+    // alone, and their backward (the terms of the pairs t, j in that block;
+    // it reads scratch.Vgt, (g_in V)^T).
+    void block_numerator(T* U, T* z, attention_scratch<T>& scratch, const T* q, const T* fq, int Tn, int t0, int t1,
+                         int k0) const;
     void block_numerator_backward(T* dq, T* dk, attention_scratch<T>& scratch, const T* q, const T* k, const T* fq,
                                   const T* fk, int Tn, int t0, int t1, int k0) const;
-    // Score kernels: scratch.dW (rows, keys) <- ds from dW, S and W, row by
-    // row; and the whole block's backward in small products.
+    // Score kernels: scratch.dW (rows, keys) <- ds from dW, S and W, row by row.
     void score_rows_backward(attention_scratch<T>& scratch, int t0, int t1, int k0) const;
-    void block_scores_backward_small(T* dq, T* dk, attention_scratch<T>& scratch, const T* q, const T* k, int Tn,
-                                     int t0, int t1, int k0) const;
     // One head's u (T, HS) and z (T) (z only when the denominator reads it)
     // from its q, k (row stride C), features Fq, Fk (feature maps) and
     // Vg = g_in V (T, HS): the quadratic and the chunked form.
-    void numerator_quadratic(T* U, T* z, attention_scratch<T>& scratch, const T* q, const T* k, const T* fq,
-                             const T* fk, int Tn) const;
+    void numerator_quadratic(T* U, T* z, attention_scratch<T>& scratch, const T* q, const T* fq, int Tn) const;
     void numerator_chunked(T* U, T* z, attention_scratch<T>& scratch, const T* q, const T* k, const T* fq, const T* fk,
                            int Tn) const;
     // Their backward given scratch.dU and scratch.dz: dq, dk (row stride C)
