@@ -9,15 +9,11 @@
 #include <cstring>
 #include <type_traits>
 
+#include "target_clones.hpp"
+
 namespace attnlab {
 
 namespace {
-
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define ATTNLAB_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define ATTNLAB_CLONES
-#endif
 
 // 64 bytes of T in GCC's vector extension: one AVX-512 register, two AVX2
 // ones; each clone compiles the same code for its own registers.

@@ -5,15 +5,11 @@
 #include <cstdint>
 #include <cstring>
 
+#include "target_clones.hpp"
+
 namespace attnlab {
 
 namespace {
-
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define ATTNLAB_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define ATTNLAB_CLONES
-#endif
 
 // exp(x) for float (Cephes expf): x = n ln2 + r, |r| <= ln2/2, a degree-5
 // polynomial for exp(r), then the exponent bits of 2^n. Inline so that the
