@@ -153,21 +153,12 @@ rope_tables<T>::rope_tables(int max_T_, int HS) : max_T(max_T_), half(HS / 2) {
 }
 
 // Rotate-half: for i < HS/2, pair (x_i, x_{i+HS/2}):
-//   y_i = x_i cos - x_{i+h} sin,  y_{i+h} = x_{i+h} cos + x_i sin.
+//   y_i = x_i cos - x_{i+h} sin,  y_{i+h} = x_{i+h} cos + x_i sin
+// (vector_math's rope_row, with the CPU's vectors).
 template <class T>
 void rope_forward_at(T* out, const T* inp, const rope_tables<T>& tab, int pos, int NH, int HS) {
-    const int h2 = HS / 2;
-    const T* cs = tab.cos.data() + static_cast<long>(pos) * h2;
-    const T* sn = tab.sin.data() + static_cast<long>(pos) * h2;
-    for (int h = 0; h < NH; ++h) {
-        const T* x = inp + h * HS;
-        T* y = out + h * HS;
-        for (int i = 0; i < h2; ++i) {
-            const T a = x[i], b = x[i + h2];
-            y[i] = a * cs[i] - b * sn[i];
-            y[i + h2] = b * cs[i] + a * sn[i];
-        }
-    }
+    const long at = static_cast<long>(pos) * (HS / 2);
+    rope_row(out, inp, tab.cos.data() + at, tab.sin.data() + at, NH, HS);
 }
 
 template <class T>
@@ -181,17 +172,8 @@ void rope_forward(T* out, const T* inp, const rope_tables<T>& tab, int B, int Tn
 // The rotation's transpose: dx_i = dy_i cos + dy_{i+h} sin, dx_{i+h} = dy_{i+h} cos - dy_i sin.
 template <class T>
 void rope_backward_at(T* dinp, const T* dout, const rope_tables<T>& tab, int pos, int NH, int HS) {
-    const int h2 = HS / 2;
-    const T* cs = tab.cos.data() + static_cast<long>(pos) * h2;
-    const T* sn = tab.sin.data() + static_cast<long>(pos) * h2;
-    for (int h = 0; h < NH; ++h) {
-        const T* dy = dout + h * HS;
-        T* dx = dinp + h * HS;
-        for (int i = 0; i < h2; ++i) {
-            dx[i] += dy[i] * cs[i] + dy[i + h2] * sn[i];
-            dx[i + h2] += dy[i + h2] * cs[i] - dy[i] * sn[i];
-        }
-    }
+    const long at = static_cast<long>(pos) * (HS / 2);
+    rope_row_backward(dinp, dout, tab.cos.data() + at, tab.sin.data() + at, NH, HS);
 }
 
 template <class T>

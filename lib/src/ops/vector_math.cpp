@@ -152,6 +152,45 @@ void swiglu_rows_backward(double* dgate, double* dup, const double* dout, const 
 }
 
 namespace {
+// y_i = x_i cos - x_{i+h} sin, y_{i+h} = x_{i+h} cos + x_i sin (i < h = HS/2).
+template <class T>
+inline void rope_loop(T* y, const T* x, const T* cs, const T* sn, int NH, int HS) {
+    const int h2 = HS / 2;
+    for (int h = 0; h < NH; ++h, x += HS, y += HS)
+        for (int i = 0; i < h2; ++i) {
+            const T a = x[i], b = x[i + h2];
+            y[i] = a * cs[i] - b * sn[i];
+            y[i + h2] = b * cs[i] + a * sn[i];
+        }
+}
+
+// dx_i += dy_i cos + dy_{i+h} sin, dx_{i+h} += dy_{i+h} cos - dy_i sin.
+template <class T>
+inline void rope_backward_loop(T* dx, const T* dy, const T* cs, const T* sn, int NH, int HS) {
+    const int h2 = HS / 2;
+    for (int h = 0; h < NH; ++h, dx += HS, dy += HS)
+        for (int i = 0; i < h2; ++i) {
+            const T a = dy[i], b = dy[i + h2];
+            dx[i] += a * cs[i] + b * sn[i];
+            dx[i + h2] += b * cs[i] - a * sn[i];
+        }
+}
+}  // namespace
+
+ATTNLAB_CLONES void rope_row(float* y, const float* x, const float* cs, const float* sn, int NH, int HS) {
+    rope_loop(y, x, cs, sn, NH, HS);
+}
+void rope_row(double* y, const double* x, const double* cs, const double* sn, int NH, int HS) {
+    rope_loop(y, x, cs, sn, NH, HS);
+}
+ATTNLAB_CLONES void rope_row_backward(float* dx, const float* dy, const float* cs, const float* sn, int NH, int HS) {
+    rope_backward_loop(dx, dy, cs, sn, NH, HS);
+}
+void rope_row_backward(double* dx, const double* dy, const double* cs, const double* sn, int NH, int HS) {
+    rope_backward_loop(dx, dy, cs, sn, NH, HS);
+}
+
+namespace {
 // sum_i a_i b_i c_i (c may be null: sum_i a_i b_i) in 16 interleaved partial sums.
 inline float sum_products(const float* a, const float* b, const float* c, int n) {
     constexpr int lanes = 16;

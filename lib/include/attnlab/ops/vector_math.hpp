@@ -33,6 +33,14 @@ void swiglu_rows_backward(float* dgate, float* dup, const float* dout, const flo
 void swiglu_rows_backward(double* dgate, double* dup, const double* dout, const double* gate, const double* up, long n,
                           bool overwrite = false);
 
+// RoPE of one row of NH heads of HS (ops.hpp's rope_forward_at): each pair
+// (x_i, x_{i+HS/2}) of a head turns by the angle whose cos and sin are cs[i],
+// sn[i] (HS/2 each); the backward adds the transposed rotation of dy to dx.
+void rope_row(float* y, const float* x, const float* cs, const float* sn, int NH, int HS);
+void rope_row(double* y, const double* x, const double* cs, const double* sn, int NH, int HS);
+void rope_row_backward(float* dx, const float* dy, const float* cs, const float* sn, int NH, int HS);
+void rope_row_backward(double* dx, const double* dy, const double* cs, const double* sn, int NH, int HS);
+
 // RMSNorm of N rows of C (ops.hpp's rmsnorm_forward, and rmsnorm_backward's
 // one-pass serial form: dinp and dweight add). The float versions sum each
 // row in 16 interleaved partial sums, so that the sums vectorise too (a fixed
