@@ -43,7 +43,8 @@ TEST_CASE("rmsnorm: gradients of input and gain", "[ops][grad]") {
 }
 
 TEST_CASE("linear: gradients of input, weight and bias", "[ops][grad]") {
-    const int N = 4, C = 3, OC = 5;
+    // Inner dimensions up to 64 run in small_gemm, longer ones in OpenBLAS: both.
+    const int N = 4, C = GENERATE(3, 70), OC = GENERATE(5, 70);
     rng r(9);
     vec x = random_vector(N * C, r), w = random_vector(OC * C, r), b = random_vector(OC, r);
     op_check c{{&x, &w, &b},
@@ -111,6 +112,57 @@ TEST_CASE("linear_forward_add adds the product to what the output holds", "[ops]
             for (int i = 0; i < C; ++i) want += x[n * C + i] * w[o * C + i];
             CHECK(out[n * OC + o] == Approx(want).epsilon(1e-14));
         }
+}
+
+namespace {
+// Every product of linear_forward(_add) and linear_backward against its
+// definition summed in double, for float or double.
+template <class T>
+void check_linear_products(int N, int C, int OC, double bound) {
+    rng r(17);
+    const vec xd = random_vector(N * C, r), wd = random_vector(OC * C, r), dyd = random_vector(N * OC, r);
+    const vec before = random_vector(N * std::max(C, OC), r);
+    const std::vector<T> x(xd.begin(), xd.end()), w(wd.begin(), wd.end()), dy(dyd.begin(), dyd.end());
+    std::vector<T> y(N * OC, T(7)), y_add(before.begin(), before.begin() + N * OC);
+    std::vector<T> dx(N * C, T(7)), dx_add(before.begin(), before.begin() + N * C), dw(OC * C, T(0.5));
+    linear_forward(y.data(), x.data(), w.data(), (const T*)nullptr, N, C, OC);  // overwrites the 7s
+    linear_forward_add(y_add.data(), x.data(), w.data(), N, C, OC);
+    linear_backward(dx.data(), dw.data(), (T*)nullptr, dy.data(), x.data(), w.data(), N, C, OC, grad_write::overwrite);
+    std::vector<T> dw_unused(OC * C, T(0));
+    linear_backward(dx_add.data(), dw_unused.data(), (T*)nullptr, dy.data(), x.data(), w.data(), N, C, OC);
+    vec y_want(N * OC), y_add_want(N * OC), dx_want(N * C), dx_add_want(N * C), dw_want(OC * C, 0.5);
+    for (int n = 0; n < N; ++n)
+        for (int o = 0; o < OC; ++o) {
+            double sum = 0;
+            for (int i = 0; i < C; ++i) sum += static_cast<double>(x[n * C + i]) * w[o * C + i];
+            y_want[n * OC + o] = sum;
+            y_add_want[n * OC + o] = static_cast<double>(static_cast<T>(before[n * OC + o])) + sum;
+        }
+    for (int n = 0; n < N; ++n)
+        for (int i = 0; i < C; ++i) {
+            double sum = 0;
+            for (int o = 0; o < OC; ++o) sum += static_cast<double>(dy[n * OC + o]) * w[o * C + i];
+            dx_want[n * C + i] = sum;
+            dx_add_want[n * C + i] = static_cast<double>(static_cast<T>(before[n * C + i])) + sum;
+        }
+    for (int o = 0; o < OC; ++o)
+        for (int i = 0; i < C; ++i)
+            for (int n = 0; n < N; ++n) dw_want[o * C + i] += static_cast<double>(dy[n * OC + o]) * x[n * C + i];
+    auto as_double = [](const std::vector<T>& v) { return vec(v.begin(), v.end()); };
+    CHECK(relative_error(as_double(y), y_want) <= bound);
+    CHECK(relative_error(as_double(y_add), y_add_want) <= bound);
+    CHECK(relative_error(as_double(dx), dx_want) <= bound);
+    CHECK(relative_error(as_double(dx_add), dx_add_want) <= bound);
+    CHECK(relative_error(as_double(dw), dw_want) <= bound);
+}
+}  // namespace
+
+TEST_CASE("linear products on both sides of the small-inner-dimension path match their definition", "[ops]") {
+    // C (forward) and OC (the input gradient) of 64 run in small_gemm, 65 in OpenBLAS.
+    const int N = 37, C = GENERATE(1, 64, 65), OC = GENERATE(64, 65, 352);
+    CAPTURE(C, OC);
+    check_linear_products<double>(N, C, OC, 1e-13);
+    check_linear_products<float>(N, C, OC, 1e-6);
 }
 
 TEST_CASE("rmsnorm in float (vectorised partial sums) matches the double computation", "[ops]") {

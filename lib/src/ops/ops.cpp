@@ -6,7 +6,9 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
+#include "attnlab/ops/small_gemm.hpp"
 #include "attnlab/ops/vector_math.hpp"
 #include "attnlab/util/shapes.hpp"
 
@@ -117,23 +119,54 @@ void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T*
     rmsnorm_rows_backward(dinp, dweight, dout, inp, rstd, weight, N, C);
 }
 
+// Products whose inner dimension is short (K <= 64: d_model 64's projections
+// and the rows of its MLP's down projection) run in small_gemm instead of
+// OpenBLAS: with K <= 64 the panel of B it streams (K x 64 floats) stays in
+// L1, and it writes C directly where OpenBLAS packs both operands and zeroes
+// C first. On the quickstart model's shapes it measured 7-20 % faster; from
+// K = 128 on OpenBLAS is faster (its packing pays), so those stay with it.
+constexpr int small_inner_max = 64;
+
+// W^T (C, OC) of a weight W (OC, C), for small_gemm's row-major B: one copy
+// per thread, reused (the weights are small where this path is taken).
+template <class T>
+const T* transposed_weight(const T* weight, int C, int OC) {
+    thread_local std::vector<T> wt;
+    if (wt.size() < static_cast<size_t>(C) * OC) wt.resize(static_cast<size_t>(C) * OC);
+    transpose_into(wt.data(), weight, OC, C, C);
+    return wt.data();
+}
+
+// out (N, OC) (+)= x (N, C) W^T, W (OC, C).
+template <class T>
+void linear_product(T* out, const T* inp, const T* weight, int N, int C, int OC, bool add) {
+    if (C <= small_inner_max && N > 0 && OC > 0)
+        small_gemm(out, OC, inp, C, transposed_weight(weight, C, OC), OC, N, OC, C, T(1), add);
+    else
+        gemm(false, true, N, OC, C, inp, weight, add, out);
+}
+
 template <class T>
 void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int N, int C, int OC) {
-    gemm(false, true, N, OC, C, inp, weight, false, out);  // x (N, C) W^T (C, OC)
+    linear_product(out, inp, weight, N, C, OC, false);
     if (bias) matrix_map<T>(out, N, OC).rowwise() += Eigen::Map<const row_vector<T>>(bias, OC);
 }
 
 template <class T>
 void linear_forward_add(T* out, const T* inp, const T* weight, int N, int C, int OC) {
-    gemm(false, true, N, OC, C, inp, weight, true, out);
+    linear_product(out, inp, weight, N, C, OC, true);
 }
 
 // dx = dy W; dW = dy^T x; db = sum_n dy.
 template <class T>
 void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int N, int C, int OC,
                      grad_write dinp_write) {
-    if (dinp) gemm(false, false, N, C, OC, dout, weight, dinp_write == grad_write::add, dinp);  // (N, OC) (OC, C)
-    gemm(true, false, OC, C, N, dout, inp, true, dweight);                                      // (OC, N) (N, C)
+    const bool add = dinp_write == grad_write::add;
+    if (dinp && OC <= small_inner_max && N > 0 && C > 0)
+        small_gemm(dinp, C, dout, OC, weight, C, N, C, OC, T(1), add);  // (N, OC) (OC, C), K = OC
+    else if (dinp)
+        gemm(false, false, N, C, OC, dout, weight, add, dinp);
+    gemm(true, false, OC, C, N, dout, inp, true, dweight);  // (OC, N) (N, C)
     if (dbias) Eigen::Map<row_vector<T>>(dbias, OC) += const_matrix_map<T>(dout, N, OC).colwise().sum();
 }
 
