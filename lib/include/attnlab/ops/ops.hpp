@@ -6,7 +6,7 @@
 // Templated on the scalar: float for training, double for gradient checks.
 // Parallelism: the model calls these from its data-parallel threads, where
 // they run serially (linear_* through OpenBLAS with one thread, or through
-// small_gemm when the inner dimension is at most 64); called outside
+// small_gemm when a side is at most 64: ops.cpp); called outside
 // a parallel region, the row-wise ops are OpenMP loops over rows when the
 // work is large.
 #pragma once
