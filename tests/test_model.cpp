@@ -106,3 +106,49 @@ TEST_CASE("data-parallel shards: same loss, predictions and gradients for any th
     }
     omp_set_num_threads(saved);
 }
+
+TEST_CASE("forward_backward: the loss, predictions and gradients of forward then backward", "[model]") {
+    // Micro-batches of whole sequences inside each thread's shard: T 64 gives
+    // one sequence per micro-batch, T 5 several, with a last one shorter.
+    const int T = GENERATE(64, 5);
+    const int per_micro_batch = transformer<double>::micro_batch_sequences(T);
+    const int B = T == 64 ? 5 : 3 * per_micro_batch + 2;
+    const int V = 9;
+    INFO("T " << T << ", B " << B << ", " << per_micro_batch << " sequence(s) per micro-batch");
+    REQUIRE(B > 2 * per_micro_batch);  // every shard of 1 or 2 threads has more than one micro-batch
+    attention_config a;
+    a.numerator = numerator_kind::taylor;
+    a.order = 2;
+    a.denominator = denominator_kind::rmsnorm;
+    a.in_gate = a.out_gate = true;
+    model_config m = micro_model();
+    m.d_model = 64;
+    transformer<double> model(m, a, V, T);
+    model.init_params(11);
+    rng r(4);
+    std::vector<std::int32_t> tokens(B * T), targets(B * T, no_target);
+    for (auto& t : tokens) t = static_cast<std::int32_t>(r.uniform_int(0, V - 1));
+    for (int n = 0; n < B * T; ++n)
+        if (n % 3 == 1 || n < 3) targets[n] = static_cast<std::int32_t>(r.uniform_int(0, V - 1));
+
+    const int saved = omp_get_max_threads();
+    for (int threads : {1, 2}) {
+        INFO(threads << " thread(s)");
+        omp_set_num_threads(threads);
+        model.zero_grad();
+        const double loss = model.forward(tokens.data(), targets.data(), B, T);
+        const auto pred = model.predictions();
+        const auto losses = model.answer_losses();
+        model.backward();
+        const std::vector<double> grad = model.grads;
+
+        model.zero_grad();
+        const double fused_loss = model.forward_backward(tokens.data(), targets.data(), B, T);
+        CHECK(fused_loss == Approx(loss).epsilon(1e-14));
+        CHECK(model.predictions() == pred);
+        CHECK(relative_error(model.answer_losses(), losses) <= 1e-14);
+        CHECK(relative_error(model.grads, grad) <= 1e-13);
+        CHECK(norm(grad) > 0);
+    }
+    omp_set_num_threads(saved);
+}

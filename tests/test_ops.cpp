@@ -127,6 +127,12 @@ void check_linear_products(int N, int C, int OC, double bound) {
     std::vector<T> dx(N * C, T(7)), dx_add(before.begin(), before.begin() + N * C), dw(OC * C, T(0.5));
     linear_forward(y.data(), x.data(), w.data(), (const T*)nullptr, N, C, OC);  // overwrites the 7s
     linear_forward_add(y_add.data(), x.data(), w.data(), N, C, OC);
+    // the same with a caller's transposed copy of w (read on the small path only)
+    std::vector<T> wt(C * OC), y_t(N * OC, T(7)), y_add_t(before.begin(), before.begin() + N * OC);
+    for (int o = 0; o < OC; ++o)
+        for (int i = 0; i < C; ++i) wt[i * OC + o] = w[o * C + i];
+    linear_forward(y_t.data(), x.data(), w.data(), (const T*)nullptr, N, C, OC, wt.data());
+    linear_forward_add(y_add_t.data(), x.data(), w.data(), N, C, OC, wt.data());
     linear_backward(dx.data(), dw.data(), (T*)nullptr, dy.data(), x.data(), w.data(), N, C, OC, grad_write::overwrite);
     std::vector<T> dw_unused(OC * C, T(0));
     linear_backward(dx_add.data(), dw_unused.data(), (T*)nullptr, dy.data(), x.data(), w.data(), N, C, OC);
@@ -151,6 +157,8 @@ void check_linear_products(int N, int C, int OC, double bound) {
     auto as_double = [](const std::vector<T>& v) { return vec(v.begin(), v.end()); };
     CHECK(relative_error(as_double(y), y_want) <= bound);
     CHECK(relative_error(as_double(y_add), y_add_want) <= bound);
+    CHECK(relative_error(as_double(y_t), y_want) <= bound);
+    CHECK(relative_error(as_double(y_add_t), y_add_want) <= bound);
     CHECK(relative_error(as_double(dx), dx_want) <= bound);
     CHECK(relative_error(as_double(dx_add), dx_add_want) <= bound);
     CHECK(relative_error(as_double(dw), dw_want) <= bound);
@@ -159,7 +167,8 @@ void check_linear_products(int N, int C, int OC, double bound) {
 
 TEST_CASE("linear products in small_gemm and in OpenBLAS match their definition", "[ops]") {
     // Which products run in small_gemm (ops.cpp): those with a side <= 64 and
-    // >= 16 output columns; for a product of the input, >= 64 rows as well.
+    // >= 16 output columns; for a product of the input, >= 64 rows as well
+    // unless the caller gives the transposed weight.
     // These sizes take both paths for each product, and K slices of 64 with
     // a remainder (C 130, N 100 for the weight gradient).
     const int N = GENERATE(37, 100), C = GENERATE(1, 64, 65, 130), OC = GENERATE(15, 64, 65, 352);

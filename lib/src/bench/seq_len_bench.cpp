@@ -38,8 +38,7 @@ double time_steps(transformer<float>& model, const std::vector<std::int32_t>& to
     const auto t0 = std::chrono::steady_clock::now();
     for (int s = 0; s < steps; ++s) {
         model.zero_grad();
-        model.forward(tokens.data(), targets.data(), B, T);
-        model.backward();
+        model.forward_backward(tokens.data(), targets.data(), B, T);
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return 1e6 * seconds / (double(steps) * B * T);

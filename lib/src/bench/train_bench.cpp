@@ -106,8 +106,7 @@ struct attnlab_stepper {
     }
     double step() {
         model.zero_grad();
-        const double loss = model.forward(data.tokens.data(), data.targets.data(), data.B, data.T);
-        model.backward();
+        const double loss = model.forward_backward(data.tokens.data(), data.targets.data(), data.B, data.T);
         clip_grad_norm(model.grads, 1.0);
         opt.step(model.params, model.grads, 1e-3);
         return loss;
@@ -316,8 +315,7 @@ train_bench_result run_train_bench(const train_bench_options& opt,
         double opt_s = 0;
         for (int i = 0; i < opt.steps; ++i) {
             s.model.zero_grad();
-            s.model.forward(b.tokens.data(), b.targets.data(), b.B, b.T);
-            s.model.backward();
+            s.model.forward_backward(b.tokens.data(), b.targets.data(), b.B, b.T);
             const auto t0 = clock_type::now();
             clip_grad_norm(s.model.grads, 1.0);
             s.opt.step(s.model.params, s.model.grads, 1e-3);

@@ -23,7 +23,8 @@ struct dims {
     attention_cache_size cache;      // one layer's
     attention_scratch_size scratch;  // one shard's
     sz rope_table, P, shards;
-    sz f;  // bytes of a float of the model
+    sz transposed;  // elements of the transposed weights
+    sz f;           // bytes of a float of the model
 };
 
 dims dims_of(const buffer_plan_input& in, sz P) {
@@ -120,6 +121,7 @@ buffer_entry plan_entry(model_buffer b, const dims& d) {
         case mb::d_logits: return bwd(AV);
         case mb::rope_cos:
         case mb::rope_sin: return floats(bg::tables, d.rope_table, 1, false, f);
+        case mb::transposed_weights: return floats(bg::tables, d.transposed, 1, false, f);
         case mb::scratch_S:
         case mb::scratch_W:
         case mb::scratch_dW: return shard(d.scratch.block);
@@ -161,11 +163,19 @@ std::size_t buffer_plan::kept_for_backward_bytes() const {
     return n;
 }
 
+std::size_t transposed_weight_elements(const model_config& m, const model_offsets& offsets, int V) {
+    std::size_t n = 0;
+    for (const linear_weight& w : forward_product_weights(m, offsets, V))
+        if (linear_reads_transposed_weight(w.in, w.out)) n += static_cast<std::size_t>(w.out) * w.in;
+    return n;
+}
+
 buffer_plan plan_model_buffers(const buffer_plan_input& in) {
     buffer_plan plan;
     model_offsets off;
     plan.param_count = build_param_layout(in.model, in.attention, in.vocab, in.max_T, off).total();
-    const dims d = dims_of(in, plan.param_count);
+    dims d = dims_of(in, plan.param_count);
+    d.transposed = transposed_weight_elements(in.model, off, in.vocab);
     plan.shards = static_cast<int>(d.shards);
     for (std::size_t i = 0; i < plan.entries.size(); ++i) plan.entries[i] = plan_entry(static_cast<model_buffer>(i), d);
     return plan;

@@ -72,4 +72,18 @@ param_layout build_param_layout(const model_config& m, const attention_config& a
     return p;
 }
 
+std::vector<linear_weight> forward_product_weights(const model_config& m, const model_offsets& offsets, int V) {
+    const int C = m.d_model, F = resolved_mlp_hidden(m);
+    std::vector<linear_weight> w;
+    for (const block_offsets& bo : offsets.blocks) {
+        w.push_back({bo.q, 3 * C, C});
+        w.push_back({bo.o, C, C});
+        if (m.mlp == mlp_kind::swiglu) w.push_back({bo.mlp_gate, 2 * F, C});
+        if (m.mlp == mlp_kind::gelu) w.push_back({bo.mlp_up, F, C});
+        if (m.mlp != mlp_kind::none) w.push_back({bo.mlp_down, C, F});
+    }
+    w.push_back({offsets.head, V, C});
+    return w;
+}
+
 }  // namespace attnlab

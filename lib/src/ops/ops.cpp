@@ -48,10 +48,13 @@ void product_into(matrix_map<T> c, const A& a, const B& b, bool add) {
 // as in generation: a copy of W^T would cost as much as the product).
 constexpr int small_side_max = 64, small_k_slice = 64, small_min_columns = 16, small_min_rows = 64;
 
-bool prefers_small_gemm(bool trans_a, int M, int N, int K) {
+// copies_b: the product would need a copy of B^T first (B given transposed,
+// no copy made by the caller); below small_min_rows rows it costs as much as
+// the product.
+bool prefers_small_gemm(bool trans_a, bool copies_b, int M, int N, int K) {
     if (N < small_min_columns) return false;
     if (trans_a) return std::min({M, N, K}) <= small_side_max;  // weight gradients: M, N the weight's sides
-    return M >= small_min_rows && std::min(N, K) <= small_side_max;
+    return (M >= small_min_rows || !copies_b) && std::min(N, K) <= small_side_max;
 }
 
 // A row-major copy of B^T (rows, cols) -> (cols, rows), one buffer per thread,
@@ -81,14 +84,16 @@ void small_gemm_k_sliced(bool trans_a, int M, int N, int K, const T* a, const T*
 }
 
 // Row-major c (M, N) = op(a) op(b) (+ c when add); op(a) (M, K), op(b) (K, N),
-// op = transpose when trans_*. Small products: small_gemm (above). With
-// OpenBLAS the rest is one ?gemm call with beta 0 or 1: `=` then writes c
-// without Eigen's zeroing pass first.
+// op = transpose when trans_*. bt: null, or with trans_b a row-major copy of
+// op(b) (K, N) the small path reads instead of making its own. Small
+// products: small_gemm (above). With OpenBLAS the rest is one ?gemm call with
+// beta 0 or 1: `=` then writes c without Eigen's zeroing pass first.
 template <class T>
-void gemm(bool trans_a, bool trans_b, int M, int N, int K, const T* a, const T* b, bool add, T* c) {
+void gemm(bool trans_a, bool trans_b, int M, int N, int K, const T* a, const T* b, bool add, T* c,
+          const T* bt = nullptr) {
     if (M == 0 || N == 0) return;
-    if (!(trans_a && trans_b) && prefers_small_gemm(trans_a, M, N, K)) {
-        small_gemm_k_sliced(trans_a, M, N, K, a, trans_b ? transposed_copy(b, N, K) : b, add, c);
+    if (!(trans_a && trans_b) && prefers_small_gemm(trans_a, trans_b && !bt, M, N, K)) {
+        small_gemm_k_sliced(trans_a, M, N, K, a, trans_b ? (bt ? bt : transposed_copy(b, N, K)) : b, add, c);
         return;
     }
 #ifdef ATTNLAB_OPENBLAS
@@ -168,15 +173,17 @@ void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T*
     rmsnorm_rows_backward(dinp, dweight, dout, inp, rstd, weight, N, C);
 }
 
+bool linear_reads_transposed_weight(int C, int OC) { return prefers_small_gemm(false, true, small_min_rows, OC, C); }
+
 template <class T>
-void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int N, int C, int OC) {
-    gemm(false, true, N, OC, C, inp, weight, false, out);  // x (N, C) W^T (C, OC)
+void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int N, int C, int OC, const T* weight_t) {
+    gemm(false, true, N, OC, C, inp, weight, false, out, weight_t);  // x (N, C) W^T (C, OC)
     if (bias) matrix_map<T>(out, N, OC).rowwise() += Eigen::Map<const row_vector<T>>(bias, OC);
 }
 
 template <class T>
-void linear_forward_add(T* out, const T* inp, const T* weight, int N, int C, int OC) {
-    gemm(false, true, N, OC, C, inp, weight, true, out);
+void linear_forward_add(T* out, const T* inp, const T* weight, int N, int C, int OC, const T* weight_t) {
+    gemm(false, true, N, OC, C, inp, weight, true, out, weight_t);
 }
 
 // dx = dy W; dW = dy^T x; db = sum_n dy.
@@ -394,9 +401,9 @@ void cross_entropy_backward(T* dlogits, const T* probs, const std::int32_t* targ
     template void embedding_backward<T>(T*, T*, const T*, const std::int32_t*, int, int, int);             \
     template void rmsnorm_forward<T>(T*, T*, const T*, const T*, int, int, T);                             \
     template void rmsnorm_backward<T>(T*, T*, const T*, const T*, const T*, const T*, int, int);           \
-    template void linear_forward<T>(T*, const T*, const T*, const T*, int, int, int);                      \
+    template void linear_forward<T>(T*, const T*, const T*, const T*, int, int, int, const T*);            \
     template void linear_backward<T>(T*, T*, T*, const T*, const T*, const T*, int, int, int, grad_write); \
-    template void linear_forward_add<T>(T*, const T*, const T*, int, int, int);                            \
+    template void linear_forward_add<T>(T*, const T*, const T*, int, int, int, const T*);                  \
     template struct rope_tables<T>;                                                                        \
     template void rope_forward<T>(T*, const T*, const rope_tables<T>&, int, int, int, int);                \
     template void rope_backward<T>(T*, const T*, const rope_tables<T>&, int, int, int, int);               \

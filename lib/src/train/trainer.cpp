@@ -194,12 +194,11 @@ run_result train_run(const run_config& cfg, const train_callbacks& cb, const tra
         }
         data->next_train_batch(b, tc.batch);
         model.zero_grad();
-        const float loss = model.forward(b.tokens.data(), b.targets.data(), b.B, b.T);
+        const float loss = model.forward_backward(b.tokens.data(), b.targets.data(), b.B, b.T);
         window.add(model, b, 0, b.B);
         if (model.nonpositive_denominator_rows() > 0) {
             if (res.nonpositive_denominator_steps++ == 0) res.first_nonpositive_step = step;
         }
-        model.backward();
         const double gnorm = clip_grad_norm(model.grads, tc.clip);
         if (!std::isfinite(loss) || !std::isfinite(gnorm)) {
             res.status = run_status::diverged;

@@ -15,6 +15,7 @@
 #include <cstddef>
 
 #include "attnlab/config/run_config.hpp"
+#include "attnlab/model/params.hpp"
 #include "attnlab/util/saturating_size.hpp"
 
 namespace attnlab {
@@ -82,7 +83,8 @@ enum class model_buffer {
     d_logits,  // dlnf_ans_ (A, C), dlogits_ (A, V)
     // tables
     rope_cos,
-    rope_sin,  // (max_T, HS / 2) with RoPE
+    rope_sin,            // (max_T, HS / 2) with RoPE
+    transposed_weights,  // W^T of each forward product weight that linear_forward reads transposed
     // per data-parallel shard (attention_scratch_size_of), and threads 1..'s own gradients
     scratch_S,
     scratch_W,
@@ -141,5 +143,9 @@ struct buffer_plan {
 };
 
 buffer_plan plan_model_buffers(const buffer_plan_input& in);
+// Elements of the transposed copies of the forward product weights that
+// linear_forward reads transposed (small products): the model makes them
+// once per forward instead of once per product.
+std::size_t transposed_weight_elements(const model_config& m, const model_offsets& offsets, int V);
 
 }  // namespace attnlab

@@ -61,4 +61,14 @@ struct model_offsets {
 param_layout build_param_layout(const model_config& m, const attention_config& a, int V, int T_max,
                                 model_offsets& offsets);
 
+// A linear layer's weight (out, in) at `offset` of the flat buffer.
+struct linear_weight {
+    std::size_t offset = 0;
+    int out = 0, in = 0;
+};
+// The weights the model's forward multiplies rows by, one entry per product:
+// q, k and v as one (3C, C) weight and SwiGLU's gate and up as one (2F, C)
+// (adjacent in the layout), then o, the MLP's down (and gelu's up), the head.
+std::vector<linear_weight> forward_product_weights(const model_config& m, const model_offsets& offsets, int V);
+
 }  // namespace attnlab

@@ -65,6 +65,15 @@ public:
     T forward(const std::int32_t* tokens, const std::int32_t* targets, int B, int Tn);
     // grads += d(mean loss)/d(params) for the last forward.
     void backward();
+    // forward() and backward() of one training step in one call, with the
+    // same results up to the order of the gradient sums: each thread runs its
+    // shard in micro-batches of whole sequences (micro_batch_sequences), the
+    // forward and then the backward of each, so that the backward finds a
+    // micro-batch's activations still in cache (at most a few hundred rows)
+    // instead of reading the whole shard's back from memory.
+    T forward_backward(const std::int32_t* tokens, const std::int32_t* targets, int B, int Tn);
+    // Sequences per micro-batch of forward_backward for sequences of Tn tokens.
+    static int micro_batch_sequences(int Tn);
     void zero_grad();
 
     // Threads (batch shards) the last forward ran on.
@@ -101,7 +110,12 @@ private:
     struct shard {
         int b0 = 0, b1 = 0, a0 = 0, a1 = 0;
     };
+    // Answer rows, buffers and shards of a batch: the first half of forward().
+    void begin_batch(const std::int32_t* tokens, const std::int32_t* targets, int B, int Tn);
     void plan_shards(int B);
+    // Sequences [b0, b1) with their answer rows.
+    shard shard_of(int b0, int b1) const;
+    T mean_loss() const;
     void forward_shard(const shard& sh, attention_scratch<T>& scratch, bool timed);
     void backward_shard(const shard& sh, T* grad, attention_scratch<T>& scratch, bool timed);
     // Adds the other threads' gradient buffers into grads (fixed order).
@@ -125,6 +139,11 @@ private:
     };
 
     const T* p(std::size_t off) const { return params.data() + off; }
+    // W^T of the forward product weight at param offset off, or null when its
+    // product reads W as it is (transposed_weights_).
+    const T* pt(std::size_t off) const;
+    // Refreshes transposed_weights_ from params (once per forward).
+    void transpose_weights();
     T* g(std::size_t off) { return grads.data() + off; }
     bool uses_rope() const { return m_.position == position_kind::rope; }
     attention_inputs<T> attention_inputs_of(int layer) const;
@@ -144,6 +163,14 @@ private:
     attention_layer<T> attn_;
     std::unique_ptr<recurrent_attention<T>> recurrent_;  // set: forward() runs the recurrent form
     std::unique_ptr<rope_tables<T>> rope_;
+    // The forward product weights linear_forward reads transposed (small
+    // products), each as W^T (in, out) at its offset into transposed_weights_.
+    struct transposed_weight {
+        linear_weight w;
+        std::size_t at = 0;
+    };
+    std::vector<transposed_weight> transposed_;
+    std::vector<T> transposed_weights_;
 
     // activations of the last forward (B_, T_), allocated by reserve from plan_
     int B_ = 0, T_ = 0, cap_B_ = 0, cap_T_ = 0;

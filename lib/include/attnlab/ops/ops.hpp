@@ -33,16 +33,22 @@ void rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight, int N, int 
 template <class T>
 void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* rstd, const T* weight, int N, int C);
 
-// out (N, OC) = inp (N, C) @ weight^T (weight (OC, C), PyTorch layout) + bias (OC; may be null)
+// out (N, OC) = inp (N, C) @ weight^T (weight (OC, C), PyTorch layout) + bias (OC; may be null).
+// weight_t: null, or weight^T (C, OC) row-major, made once by a caller that
+// runs many products with the same weight (linear_reads_transposed_weight).
 template <class T>
-void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int N, int C, int OC);
+void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int N, int C, int OC,
+                    const T* weight_t = nullptr);
+// Whether linear_forward's product of this shape (for any number of rows) reads
+// the weight transposed, a copy it makes per call unless weight_t is given.
+bool linear_reads_transposed_weight(int C, int OC);
 template <class T>
 void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int N, int C, int OC,
                      grad_write dinp_write = grad_write::add);
 // out (N, OC) += inp (N, C) @ weight^T: a residual branch added to its stream by
 // the product itself (no zeroing pass, no separate add). Its backward is linear_backward.
 template <class T>
-void linear_forward_add(T* out, const T* inp, const T* weight, int N, int C, int OC);
+void linear_forward_add(T* out, const T* inp, const T* weight, int N, int C, int OC, const T* weight_t = nullptr);
 
 // Rotary position embedding, rotate-half convention, base 10000, positions
 // 0..T-1 within each sequence. Tables are (T, HS/2) cos and sin.
