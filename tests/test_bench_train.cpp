@@ -129,4 +129,18 @@ TEST_CASE("bench train with the PyTorch side: both rows and their ratio", "[benc
     for (const auto& l : lines_of(r.out)) torch_row = torch_row || l.rfind("pytorch          1 ", 0) == 0;
     CHECK(torch_row);
     CHECK_THAT(r.out, Catch::Contains("attnlab / pytorch, each at its best setting:"));
+    CHECK_THAT(r.out, Catch::Contains("the same, round by round (each side's best setting in that round):"));
+}
+
+TEST_CASE("bench train: round by round, each side's best thread setting of that round", "[bench]") {
+    std::vector<side_timing> sides = {{"attnlab", 1, {}, {100, 90, 80}, ""},
+                                      {"pytorch", 1, {}, {50, 20, 40}, ""},
+                                      {"attnlab", 2, {}, {150, 60, 120}, ""},
+                                      {"pytorch", 2, {}, {30, 45}, ""}};  // no third round
+    // round 1: 150 / 50, round 2: 90 / 45, round 3: 120 / 40
+    CHECK(round_ratios(sides) == std::vector<double>{3.0, 2.0, 3.0});
+    sides[1].error = "exited 1";  // a side that failed is left out of every round
+    CHECK(round_ratios(sides) == std::vector<double>{5.0, 2.0});
+    sides[3].error = "exited 1";  // no PyTorch figures: no ratio
+    CHECK(round_ratios(sides).empty());
 }

@@ -154,6 +154,22 @@ std::string bench_config_yaml(const std::string& name) {
 
 double side_timing::median() const { return median_of(tokens_per_s); }
 
+std::vector<double> round_ratios(const std::vector<side_timing>& sides) {
+    std::size_t rounds = 0;
+    for (const auto& s : sides) rounds = std::max(rounds, s.round_medians.size());
+    std::vector<double> ratios;
+    for (std::size_t k = 0; k < rounds; ++k) {
+        double best_attn = 0, best_torch = 0;
+        for (const auto& s : sides) {
+            if (!s.error.empty() || k >= s.round_medians.size()) continue;
+            double& best = s.impl == "attnlab" ? best_attn : best_torch;
+            best = std::max(best, s.round_medians[k]);
+        }
+        if (best_attn > 0 && best_torch > 0) ratios.push_back(best_attn / best_torch);
+    }
+    return ratios;
+}
+
 flop_count training_flops(const run_config& c, int vocab, int B, int Tn, int answers) {
     const double N = static_cast<double>(B) * Tn, C = c.model.d_model, F = resolved_mlp_hidden(c.model);
     const double NH = c.model.heads, HS = C / NH, L = c.model.layers;
@@ -247,8 +263,8 @@ train_bench_result run_train_bench(const train_bench_options& opt,
         write_batch_file(batch_path, b);
     }
     for (int th : opt.threads) {
-        r.sides.push_back({"attnlab", th, {}, {}});
-        if (opt.torch) r.sides.push_back({"pytorch", th, {}, {}});
+        r.sides.push_back({"attnlab", th, {}, {}, {}});
+        if (opt.torch) r.sides.push_back({"pytorch", th, {}, {}, {}});
     }
     const double tokens_per_step = static_cast<double>(b.B) * b.T;
 
@@ -295,8 +311,14 @@ train_bench_result run_train_bench(const train_bench_options& opt,
                     }
                 }
             }
+            if (side.error.empty() && side.tokens_per_s.size() != (round + 1) * static_cast<std::size_t>(opt.repeats))
+                side.error = fmt::format("{} figures after round {}, expected {} per round", side.tokens_per_s.size(),
+                                         round + 1, opt.repeats);
+            if (side.error.empty())  // this round's repeats
+                side.round_medians.push_back(
+                    median_of(std::vector<double>(side.tokens_per_s.end() - opt.repeats, side.tokens_per_s.end())));
             progress(side.error.empty() ? fmt::format("round {}: {} {} thread(s): median {:.0f} tokens/s", round + 1,
-                                                      side.impl, side.threads, side.median())
+                                                      side.impl, side.threads, side.round_medians.back())
                                         : fmt::format("{} {} thread(s): {}", side.impl, side.threads, side.error));
         }
     }
@@ -374,6 +396,11 @@ std::string format_train_bench(const train_bench_result& r) {
             "attnlab / pytorch, each at its best setting: {:.2f}x ({:.0f} tokens/s on {} thread(s) vs "
             "{:.0f} on {})\n",
             best_attn / best_torch, best_attn, best_attn_th, best_torch, best_torch_th);
+    if (const auto ratios = round_ratios(r.sides); !ratios.empty()) {
+        s += "the same, round by round (each side's best setting in that round):";
+        for (double x : ratios) s += fmt::format(" {:.2f}x", x);
+        s += fmt::format("; median {:.2f}x\n", median_of(ratios));
+    }
     if (best_attn > 0) {
         // The bound set by the probe: every product at the probe's rate and
         // nothing else taking time.

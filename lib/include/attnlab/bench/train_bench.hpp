@@ -70,10 +70,17 @@ double matmul_probe_gflops(int threads, int n = 512);
 struct side_timing {
     std::string impl;  // "attnlab" or "pytorch"
     int threads = 1;
-    std::vector<double> tokens_per_s;  // one per repeat, all rounds
-    std::string error;                 // non-empty: this side could not run
+    std::vector<double> tokens_per_s;   // one per repeat, all rounds
+    std::vector<double> round_medians;  // one per round: the median of its repeats
+    std::string error;                  // non-empty: this side could not run
     double median() const;
 };
+
+// attnlab's best thread setting against PyTorch's within each round (each
+// side's round median), one ratio per round both sides completed: pairs taken
+// minutes apart see the same state of a shared machine, where medians over
+// all rounds can mix a quiet round of one side with a busy one of the other.
+std::vector<double> round_ratios(const std::vector<side_timing>& sides);
 
 struct op_time {
     std::string name;
