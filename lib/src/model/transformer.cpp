@@ -28,10 +28,10 @@ constexpr long min_shard_work = 1L << 13;
 // Rows of a micro-batch of forward_backward (whole sequences, at least one).
 // 64 rows of a d_model 64 model keep a layer's activations (about 0.3 MB)
 // in the core's L2 until the backward reads them. Measured on quickstart
-// (B 32, T 64), forward_backward against forward + backward, medians of 20
-// alternating samples: +6 % on 2 threads, +6 to +10 % on 1; 128 and 256 rows
-// gained less. A d_model 256 model, one sequence of 256 per micro-batch,
-// runs as fast as before (within 1 %).
+// (B 32, T 64), forward_backward against forward + backward in one process,
+// medians of 20 alternating samples: +6 % on 2 threads, +6 to +10 % on 1;
+// 128 and 256 rows gained less. A d_model 256 model, one sequence of 256 per
+// micro-batch, runs as fast as before (within 1 %).
 constexpr int micro_batch_rows = 64;
 
 template <class T>
