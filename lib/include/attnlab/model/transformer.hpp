@@ -6,11 +6,11 @@
 // Parameters and their gradients are flat buffers (param_layout); activations
 // are sized once by reserve(B, T), from the buffer plan (buffer_plan.hpp),
 // and reused, so a training step allocates nothing in the layers.
-// Parallelism: data parallel. forward() and backward() each open ONE OpenMP
-// region in which thread s runs the whole model on its shard of the batch
-// (whole sequences, rows [b0 T, b1 T)) with serial kernels; the backward
-// gives threads 1.. their own gradient buffer and sums them into grads in a
-// fixed order. Results are the same for the same thread count; another
+// Parallelism: data parallel. forward(), backward() and forward_backward()
+// each open ONE OpenMP region in which thread s runs the whole model on its
+// shard of the batch (whole sequences, rows [b0 T, b1 T)) with serial
+// kernels; a backward gives threads 1.. their own gradient buffer and sums
+// them into grads in a fixed order. Results are the same for the same thread count; another
 // thread count sums in another order (last bits differ).
 #pragma once
 #include <cstdint>
