@@ -2,6 +2,7 @@
 #include "attnlab/model/buffer_plan.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 
 #include "attnlab/attention/attention.hpp"
@@ -163,10 +164,15 @@ std::size_t buffer_plan::kept_for_backward_bytes() const {
     return n;
 }
 
+bool reads_transposed(const linear_weight& w) {
+    const auto as_int = [](std::size_t n) { return static_cast<int>(std::min<std::size_t>(n, INT_MAX)); };
+    return linear_reads_transposed_weight(as_int(w.in), as_int(w.out));
+}
+
 std::size_t transposed_weight_elements(const model_config& m, const model_offsets& offsets, int V) {
     std::size_t n = 0;
     for (const linear_weight& w : forward_product_weights(m, offsets, V))
-        if (linear_reads_transposed_weight(w.in, w.out)) n += static_cast<std::size_t>(w.out) * w.in;
+        if (reads_transposed(w)) n = add_saturating(n, mul_saturating(w.out, w.in));
     return n;
 }
 

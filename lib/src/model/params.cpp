@@ -73,7 +73,7 @@ param_layout build_param_layout(const model_config& m, const attention_config& a
 }
 
 std::vector<linear_weight> forward_product_weights(const model_config& m, const model_offsets& offsets, int V) {
-    const int C = m.d_model, F = resolved_mlp_hidden(m);
+    const std::size_t C = static_cast<std::size_t>(m.d_model), F = static_cast<std::size_t>(resolved_mlp_hidden(m));
     std::vector<linear_weight> w;
     for (const block_offsets& bo : offsets.blocks) {
         w.push_back({bo.q, 3 * C, C});
@@ -82,7 +82,7 @@ std::vector<linear_weight> forward_product_weights(const model_config& m, const 
         if (m.mlp == mlp_kind::gelu) w.push_back({bo.mlp_up, F, C});
         if (m.mlp != mlp_kind::none) w.push_back({bo.mlp_down, C, F});
     }
-    w.push_back({offsets.head, V, C});
+    w.push_back({offsets.head, static_cast<std::size_t>(V), C});
     return w;
 }
 

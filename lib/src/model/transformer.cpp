@@ -94,9 +94,9 @@ transformer<T>::transformer(const model_config& m, const attention_config& a, in
     }
     std::size_t at = 0;
     for (const linear_weight& w : forward_product_weights(m_, off_, V_))
-        if (linear_reads_transposed_weight(w.in, w.out)) {
+        if (reads_transposed(w)) {
             transposed_.push_back({w, at});
-            at += static_cast<std::size_t>(w.out) * w.in;
+            at += w.out * w.in;
         }
     if (at != transposed_weight_elements(m_, off_, V_)) throw std::logic_error("transposed weights: size disagrees");
     transposed_weights_.assign(at, T(0));
@@ -147,7 +147,8 @@ const T* transformer<T>::pt(std::size_t off) const {
 template <class T>
 void transformer<T>::transpose_weights() {
     for (const transposed_weight& t : transposed_)
-        transpose_into(transposed_weights_.data() + t.at, p(t.w.offset), t.w.out, t.w.in, t.w.in);
+        transpose_into(transposed_weights_.data() + t.at, p(t.w.offset), static_cast<int>(t.w.out),
+                       static_cast<int>(t.w.in), static_cast<int>(t.w.in));
 }
 
 template <class T>

@@ -143,9 +143,11 @@ struct buffer_plan {
 };
 
 buffer_plan plan_model_buffers(const buffer_plan_input& in);
-// Elements of the transposed copies of the forward product weights that
-// linear_forward reads transposed (small products): the model makes them
-// once per forward instead of once per product.
+// Whether linear_forward reads this forward product weight transposed (small
+// products, ops.hpp): the model then keeps a copy of W^T, made once per
+// forward instead of once per product.
+bool reads_transposed(const linear_weight& w);
+// Elements of those copies (saturating).
 std::size_t transposed_weight_elements(const model_config& m, const model_offsets& offsets, int V);
 
 }  // namespace attnlab

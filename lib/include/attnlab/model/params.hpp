@@ -64,7 +64,7 @@ param_layout build_param_layout(const model_config& m, const attention_config& a
 // A linear layer's weight (out, in) at `offset` of the flat buffer.
 struct linear_weight {
     std::size_t offset = 0;
-    int out = 0, in = 0;
+    std::size_t out = 0, in = 0;  // sizes as the plan sees them (absurd configs included: no int overflow)
 };
 // The weights the model's forward multiplies rows by, one entry per product:
 // q, k and v as one (3C, C) weight and SwiGLU's gate and up as one (2F, C)
