@@ -65,25 +65,41 @@ TEST_CASE("the model is causal: later tokens do not change earlier predictions",
     CHECK(after[4] != before[4]);
 }
 
-TEST_CASE("data-parallel shards: same loss, predictions and gradients for any thread count", "[model]") {
-    // B 5 splits unevenly (2+3, 1+2+2); answer rows are uneven across
-    // sequences; the rmsnorm denominator and the gates have parameters whose
-    // gradients sum over heads and shards.
-    const int V = 9, B = 5, T = 64;  // enough work for a shard per sequence (min_shard_work)
+namespace {
+// Taylor 2 with the rmsnorm denominator and both gates: parameters whose
+// gradients sum over heads, shards and micro-batches.
+attention_config gated_taylor_rmsnorm() {
     attention_config a;
     a.numerator = numerator_kind::taylor;
     a.order = 2;
     a.denominator = denominator_kind::rmsnorm;
     a.in_gate = a.out_gate = true;
-    model_config m = micro_model();
-    m.d_model = 128;
-    transformer<double> model(m, a, V, T);
-    model.init_params(7);
-    rng r(3);
-    std::vector<std::int32_t> tokens(B * T), targets(B * T, no_target);
+    return a;
+}
+
+// Random tokens of a vocabulary of V, (B, T); targets at rows n % every == 1 and the first 3.
+void random_batch(std::vector<std::int32_t>& tokens, std::vector<std::int32_t>& targets, int V, int B, int T,
+                  std::uint64_t seed, int every) {
+    rng r(seed);
+    tokens.assign(static_cast<std::size_t>(B) * T, 0);
+    targets.assign(static_cast<std::size_t>(B) * T, no_target);
     for (auto& t : tokens) t = static_cast<std::int32_t>(r.uniform_int(0, V - 1));
     for (int n = 0; n < B * T; ++n)
-        if (n % 4 == 1 || n < 3) targets[n] = static_cast<std::int32_t>(r.uniform_int(0, V - 1));
+        if (n % every == 1 || n < 3) targets[n] = static_cast<std::int32_t>(r.uniform_int(0, V - 1));
+}
+}  // namespace
+
+TEST_CASE("data-parallel shards: same loss, predictions and gradients for any thread count", "[model]") {
+    // B 5 splits unevenly (2+3, 1+2+2); answer rows are uneven across
+    // sequences; the rmsnorm denominator and the gates have parameters whose
+    // gradients sum over heads and shards.
+    const int V = 9, B = 5, T = 64;  // enough work for a shard per sequence (min_shard_work)
+    model_config m = micro_model();
+    m.d_model = 128;
+    transformer<double> model(m, gated_taylor_rmsnorm(), V, T);
+    model.init_params(7);
+    std::vector<std::int32_t> tokens, targets;
+    random_batch(tokens, targets, V, B, T, 3, 4);
 
     auto run = [&](int threads) {
         omp_set_num_threads(threads);
@@ -116,20 +132,12 @@ TEST_CASE("forward_backward: the loss, predictions and gradients of forward then
     const int V = 9;
     INFO("T " << T << ", B " << B << ", " << per_micro_batch << " sequence(s) per micro-batch");
     REQUIRE(B > 2 * per_micro_batch);  // every shard of 1 or 2 threads has more than one micro-batch
-    attention_config a;
-    a.numerator = numerator_kind::taylor;
-    a.order = 2;
-    a.denominator = denominator_kind::rmsnorm;
-    a.in_gate = a.out_gate = true;
     model_config m = micro_model();
     m.d_model = 64;
-    transformer<double> model(m, a, V, T);
+    transformer<double> model(m, gated_taylor_rmsnorm(), V, T);
     model.init_params(11);
-    rng r(4);
-    std::vector<std::int32_t> tokens(B * T), targets(B * T, no_target);
-    for (auto& t : tokens) t = static_cast<std::int32_t>(r.uniform_int(0, V - 1));
-    for (int n = 0; n < B * T; ++n)
-        if (n % 3 == 1 || n < 3) targets[n] = static_cast<std::int32_t>(r.uniform_int(0, V - 1));
+    std::vector<std::int32_t> tokens, targets;
+    random_batch(tokens, targets, V, B, T, 4, 3);
 
     const int saved = omp_get_max_threads();
     for (int threads : {1, 2}) {
