@@ -168,7 +168,8 @@ void check_linear_products(int N, int C, int OC, double bound) {
 TEST_CASE("linear products in small_gemm and in OpenBLAS match their definition", "[ops]") {
     // Which products run in small_gemm (ops.cpp): those with a side <= 64 and
     // >= 16 output columns; for a product of the input, >= 64 rows as well
-    // unless the caller gives the transposed weight.
+    // unless the caller gives the transposed weight and the product has
+    // 2^15 multiply-adds or more.
     // These sizes take both paths for each product, and K slices of 64 with
     // a remainder (C 130, N 100 for the weight gradient).
     const int N = GENERATE(37, 100), C = GENERATE(1, 64, 65, 130), OC = GENERATE(15, 64, 65, 352);

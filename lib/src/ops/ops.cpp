@@ -47,6 +47,12 @@ void product_into(matrix_map<T> c, const A& a, const B& b, bool add) {
 // not one whole vector) and those with fewer than 64 rows of a (a few rows,
 // as in generation: a copy of W^T would cost as much as the product).
 constexpr int small_side_max = 64, small_k_slice = 64, small_min_columns = 16, small_min_rows = 64;
+// Fewer rows than small_min_rows take small_gemm only when no copy of B^T is
+// needed and the product has at least this many multiply-adds (the head's
+// 8 answer rows of a quickstart micro-batch: 8 x 128 x 64); the tiny
+// products of the gradient checks stay with OpenBLAS, which is not
+// instrumented in the sanitized build (a third of those tests' time there).
+constexpr long small_min_work = 1L << 15;
 
 // copies_b: the product would need a copy of B^T first (B given transposed,
 // no copy made by the caller); below small_min_rows rows it costs as much as
@@ -54,7 +60,8 @@ constexpr int small_side_max = 64, small_k_slice = 64, small_min_columns = 16, s
 bool prefers_small_gemm(bool trans_a, bool copies_b, int M, int N, int K) {
     if (N < small_min_columns) return false;
     if (trans_a) return std::min({M, N, K}) <= small_side_max;  // weight gradients: M, N the weight's sides
-    return (M >= small_min_rows || !copies_b) && std::min(N, K) <= small_side_max;
+    const bool enough_rows = M >= small_min_rows || (!copies_b && static_cast<long>(M) * N * K >= small_min_work);
+    return enough_rows && std::min(N, K) <= small_side_max;
 }
 
 // A row-major copy of B^T (rows, cols) -> (cols, rows), one buffer per thread,
