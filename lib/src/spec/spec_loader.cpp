@@ -28,6 +28,7 @@
 #include "hints.hpp"
 #include "resolve.hpp"
 #include "schema.hpp"
+#include "report.hpp"
 #include "sweep.hpp"
 #include "yaml_guards.hpp"
 
@@ -63,15 +64,15 @@ experiment_spec parse_spec_checked(const std::string& text, const std::string& f
     std::map<std::string, item> top;
     for (const auto& [k, v] : map_items(root, file, "")) {
         const std::string key = k.Scalar();
-        if (key != "name" && key != "base" && key != "sweep" && key != "seeds") {
+        if (key != "name" && key != "base" && key != "sweep" && key != "seeds" && key != "report") {
             // A typo of a top-level key, or a key of the base written outside it (`model:`).
-            std::vector<candidate> near = as_candidates({"name", "base", "sweep", "seeds"});
+            std::vector<candidate> near = as_candidates({"name", "base", "sweep", "seeds", "report"});
             for (const std::string& n : names_in("")) near.push_back({n, "base." + n});
             for (const key_def& d : schema())
                 if (const std::string s = section_of(d.key); !s.empty())
                     near.push_back({d.key.substr(s.size() + 1), "base." + d.key});
             fail({file, line_of(k), key},
-                 "unknown key" + did_you_mean(key, near) + " (expected one of name, base, sweep, seeds)");
+                 "unknown key" + did_you_mean(key, near) + " (expected one of name, base, sweep, seeds, report)");
         }
         top[key] = {v, line_of(k), value_line(k, v)};
     }
@@ -92,10 +93,10 @@ experiment_spec parse_spec_checked(const std::string& text, const std::string& f
     std::vector<grid> grids;
     if (top.count("sweep")) grids = parse_sweep(top["sweep"].value, file, top["sweep"].line);
     std::optional<std::vector<entry>> seeds;
-    if (top.count("seeds")) seeds = parse_seeds(top["seeds"].value, file, top["seeds"].line);
+    if (top.count("seeds")) seeds = parse_seeds(top["seeds"].value, file, top["seeds"].line, "seeds");
 
     for (const grid& g : grids)
-        for (const axis& a : g)
+        for (const axis& a : g.axes)
             if (std::find(spec.swept_keys.begin(), spec.swept_keys.end(), a.key) == spec.swept_keys.end())
                 spec.swept_keys.push_back(a.key);
 
@@ -108,7 +109,9 @@ experiment_spec parse_spec_checked(const std::string& text, const std::string& f
         entry e = parse_set(s);
         const std::string& key = e.at.path;
         bool swept = std::find(spec.swept_keys.begin(), spec.swept_keys.end(), key) != spec.swept_keys.end();
-        if (swept || (key == "seed" && seeds)) fail(e.at, "is swept in the spec; --set cannot override it");
+        bool grid_seeds = std::any_of(grids.begin(), grids.end(), [](const grid& g) { return g.seeds.has_value(); });
+        if (swept || (key == "seed" && (seeds || grid_seeds)))
+            fail(e.at, "is swept in the spec; --set cannot override it");
         with_set[key] = e;
     }
     spec.swept_keys.push_back("seed");
@@ -122,6 +125,8 @@ experiment_spec parse_spec_checked(const std::string& text, const std::string& f
 
     expand_runs(spec, base, with_set, grids, *seeds,
                 {file, top.count("sweep") ? top["sweep"].key_line : root_line, "sweep"});
+    if (top.count("report"))
+        spec.reports = parse_reports(top["report"].value, file, top["report"].line, spec.swept_keys);
     return spec;
 }
 

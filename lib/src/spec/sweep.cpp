@@ -26,7 +26,11 @@ grid parse_grid(const YAML::Node& m, const std::string& file, const std::string&
     for (const auto& [k, v] : map_items(m, file, path)) {
         const std::string key = k.Scalar();
         where key_at{file, line_of(k), path + "." + key};
-        if (key == "seed") fail(key_at, "seeds are swept by the top-level key seeds");
+        if (key == "seed") fail(key_at, "seeds are swept by the top-level key seeds (or a grid's own seeds)");
+        if (key == "seeds") {
+            g.seeds = parse_seeds(v, file, value_line(k, v), key_at.path);
+            continue;
+        }
         const key_def* d = find_key(key);
         if (!d)
             fail(key_at, "unknown key" + did_you_mean(key, dotted_candidates()) + " (" + dotted_key_hint(key) + ")");
@@ -41,8 +45,10 @@ grid parse_grid(const YAML::Node& m, const std::string& file, const std::string&
                 if (prev.v.text() == e.v.text()) fail(at, "duplicate value " + e.v.text());
             a.values.push_back(e);
         }
-        g.push_back(std::move(a));
+        g.axes.push_back(std::move(a));
     }
+    if (g.axes.empty())
+        fail({file, line, path}, "a grid of seeds alone, expected dotted keys with lists of values too");
     return g;
 }
 
@@ -79,13 +85,13 @@ std::vector<grid> parse_sweep(const YAML::Node& n, const std::string& file, int 
     return grids;
 }
 
-std::vector<entry> parse_seeds(const YAML::Node& n, const std::string& file, int line) {
+std::vector<entry> parse_seeds(const YAML::Node& n, const std::string& file, int line, const std::string& path) {
     const key_def& seed = *find_key("seed");
-    if (!n.IsSequence()) fail({file, line, "seeds"}, "expected a list of integers >= 0, got " + describe(n));
-    if (n.size() == 0) fail({file, line, "seeds"}, "empty list of seeds");
+    if (!n.IsSequence()) fail({file, line, path}, "expected a list of integers >= 0, got " + describe(n));
+    if (n.size() == 0) fail({file, line, path}, "empty list of seeds");
     std::vector<entry> seeds;
     for (const YAML::Node& item : n) {
-        where at{file, line_of(item) ? line_of(item) : line, "seeds"};
+        where at{file, line_of(item) ? line_of(item) : line, path};
         entry e{parse_value(seed, item, at), origin::sweep, at};
         for (const entry& prev : seeds)
             if (prev.v.i == e.v.i) fail(at, "duplicate seed " + e.v.text());
@@ -110,16 +116,20 @@ std::string run_id(const std::vector<swept_value>& swept) {
 
 void check_run_count(const std::vector<grid>& grids, std::size_t n_seeds, const where& at) {
     // Counts stop growing past the limit, so that no product overflows.
-    std::size_t points = 0;
+    std::size_t points = 0, runs = 0;
+    bool own_seeds = false;
     for (const grid& g : grids) {
         std::size_t n = 1;
-        for (const axis& a : g) n = std::min(n * a.values.size(), max_runs + 1);
+        for (const axis& a : g.axes) n = std::min(n * a.values.size(), max_runs + 1);
         points = std::min(points + n, max_runs + 1);
+        own_seeds |= g.seeds.has_value();
+        runs = std::min(runs + n * (g.seeds ? g.seeds->size() : n_seeds), max_runs + 1);
     }
-    if (points * n_seeds > max_runs)
-        fail(at, "more than " + std::to_string(max_runs) + " runs (" +
-                     (points > max_runs ? "more than " + std::to_string(max_runs) : std::to_string(points)) +
-                     " points x " + std::to_string(n_seeds) + " seeds); split the experiment");
+    if (runs <= max_runs) return;
+    const std::string count = points > max_runs ? "more than " + std::to_string(max_runs) : std::to_string(points);
+    fail(at, "more than " + std::to_string(max_runs) + " runs (" + count + " points x " +
+                 (own_seeds ? std::string("their grids' seeds") : std::to_string(n_seeds) + " seeds") +
+                 "); split the experiment");
 }
 
 void expand_runs(experiment_spec& spec, const config_source& base, const entries& with_set,
@@ -127,8 +137,9 @@ void expand_runs(experiment_spec& spec, const config_source& base, const entries
     // Points of each grid in row-major order of its keys as written; ids list
     // the keys in swept_keys order, so a point has one id whichever grid gives it.
     std::set<std::string> seen;
-    auto emit = [&](const run_config& cfg, const std::vector<swept_value>& point) {
-        for (const entry& s : seeds) {
+    auto emit = [&](const run_config& cfg, const std::vector<swept_value>& point,
+                    const std::vector<entry>& point_seeds) {
+        for (const entry& s : point_seeds) {
             run_point rp{"", cfg, point};
             rp.config.seed = static_cast<int>(s.v.i);
             rp.swept.push_back({"seed", s.v.text()});
@@ -140,8 +151,9 @@ void expand_runs(experiment_spec& spec, const config_source& base, const entries
             if (seen.insert(rp.id).second) spec.runs.push_back(std::move(rp));
         }
     };
-    if (grids.empty()) emit(spec.base, {});
-    for (const grid& g : grids) {
+    if (grids.empty()) emit(spec.base, {}, seeds);
+    for (const grid& grid_of_point : grids) {
+        const std::vector<axis>& g = grid_of_point.axes;
         std::vector<size_t> idx(g.size(), 0);
         for (bool more = true; more;) {
             entries run = with_set;
@@ -150,7 +162,7 @@ void expand_runs(experiment_spec& spec, const config_source& base, const entries
             for (const std::string& key : spec.swept_keys)
                 for (size_t a = 0; a < g.size(); ++a)
                     if (g[a].key == key) point.push_back({key, g[a].values[idx[a]].v.text()});
-            emit(resolve(base, with_set, run, run_id(point)), point);
+            emit(resolve(base, with_set, run, run_id(point)), point, grid_of_point.seeds.value_or(seeds));
             more = false;
             for (size_t a = g.size(); a-- > 0;) {
                 if (++idx[a] < g[a].values.size()) {

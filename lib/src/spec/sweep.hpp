@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,11 +26,18 @@ struct axis {
     std::string key;
     std::vector<entry> values;
 };
-using grid = std::vector<axis>;
+// A grid's own `seeds:` (when it lists them) replace the spec's seeds at its
+// points: a learning-rate grid on two seeds, then more seeds at the chosen
+// rate, in one spec.
+struct grid {
+    std::vector<axis> axes;
+    std::optional<std::vector<entry>> seeds;
+};
 
 // `sweep:` as one grid or a list of grids; `line`: line of its value.
 std::vector<grid> parse_sweep(const YAML::Node& n, const std::string& file, int line);
-std::vector<entry> parse_seeds(const YAML::Node& n, const std::string& file, int line);
+// A list of distinct seeds; `path`: the key errors name (seeds, or sweep[i].seeds).
+std::vector<entry> parse_seeds(const YAML::Node& n, const std::string& file, int line, const std::string& path);
 
 // A name that can name a directory: [A-Za-z0-9._-]+, not "." or "..", at most max_file_name.
 bool name_is_safe(const std::string& s);
@@ -37,11 +45,12 @@ bool name_is_safe(const std::string& s);
 // "key=value,key=value" with characters outside [A-Za-z0-9._=,+-] replaced by '_'.
 std::string run_id(const std::vector<swept_value>& swept);
 
-// Refuses, at `at`, a sweep of more than max_runs runs before making them.
+// Refuses, at `at`, a sweep of more than max_runs runs before making them
+// (`n_seeds`: the spec's seeds, for grids without their own).
 void check_run_count(const std::vector<grid>& grids, std::size_t n_seeds, const where& at);
 
 // Appends to spec.runs every point of every grid (or the base alone when
-// there are none) times every seed, resolved, deduplicated by id;
+// there are none) times every seed (the grid's own, else `seeds`), resolved, deduplicated by id;
 // spec.swept_keys must list the swept keys, seed last. A run id too long to
 // name a directory is refused at `id_at`.
 void expand_runs(experiment_spec& spec, const config_source& base, const entries& with_set,

@@ -5,6 +5,7 @@
 // The keys, their defaults and the rules are in docs/spec-reference.md.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attnlab/config/run_config.hpp"
@@ -23,6 +24,12 @@ struct run_point {
     std::vector<swept_value> swept;  // swept keys of this run in swept_keys order, seed last
 };
 
+// `report:` of a spec: the baseline of its paired comparisons (comparisons.hpp).
+struct report_options {
+    std::vector<std::pair<std::string, std::string>> baseline;  // swept dotted key, value as a run id writes it
+    std::vector<std::string> match;  // swept keys a variant's baseline shares with the variant
+};
+
 struct experiment_spec {
     std::string name;                        // filesystem-safe: [A-Za-z0-9._-]+
     std::string path;                        // file it came from (the label for parse_spec)
@@ -33,7 +40,14 @@ struct experiment_spec {
     std::vector<std::string> swept_keys;     // union over grids, first-appearance order, then "seed"
     std::vector<run_point> runs;             // grid by grid, row-major over the grid's keys, seeds innermost;
                                              // deduplicated by id
+    std::vector<report_options> reports;     // `report:`, one map or a list of them; empty: no comparisons
 };
+
+// The baseline of `attnlab summarize DIR --baseline KEY=VALUE... --match KEY...`,
+// checked against the spec like its `report:` (keys must be swept, values
+// valid); replaces the spec's reports. Errors name the option.
+report_options parse_report_options(const experiment_spec& spec, const std::vector<std::string>& baseline,
+                                    const std::vector<std::string>& match);
 
 // Reads and checks a spec file; `set_overrides` are "dotted.key=value" strings.
 experiment_spec load_spec(const std::string& path, const std::vector<std::string>& set_overrides = {});
