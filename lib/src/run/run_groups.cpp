@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <iterator>
 #include <map>
+#include <set>
+#include <string>
 #include <tuple>
 
 namespace attnlab {
@@ -31,8 +34,9 @@ std::tuple<bool, double> rank_of(const lr_candidate& c) {
     return {c.diverged > 0, loss};
 }
 
+// `seeds`: the seeds whose validation losses enter the mean.
 lr_candidate candidate_of(const std::string& lr, const std::vector<std::size_t>& members,
-                          const std::vector<summary_entry>& entries) {
+                          const std::vector<summary_entry>& entries, const std::set<int>& seeds) {
     lr_candidate c;
     c.lr = lr;
     c.members = members;
@@ -44,6 +48,7 @@ lr_candidate candidate_of(const std::string& lr, const std::vector<std::size_t>&
             ++c.diverged;
             continue;
         }
+        if (!seeds.count(entries[i].point->config.seed)) continue;
         sum += r.final_val.loss;
         ++ok;
     }
@@ -51,7 +56,51 @@ lr_candidate candidate_of(const std::string& lr, const std::vector<std::size_t>&
     return c;
 }
 
+// Rates compare as numbers (config.yaml writes them in their shortest form).
+lr_edge edge_of(const lr_choice& c) {
+    if (c.rates.size() < 2) return lr_edge::only_rate;
+    const double chosen = std::stod(c.rates[c.chosen].lr);
+    bool lower = false, higher = false;
+    for (const lr_candidate& r : c.rates) {
+        lower |= std::stod(r.lr) < chosen;
+        higher |= std::stod(r.lr) > chosen;
+    }
+    return !lower ? lr_edge::lowest : !higher ? lr_edge::highest : lr_edge::interior;
+}
+
 }  // namespace
+
+std::string variant_label(const std::vector<std::string>& keys, const std::vector<std::string>& values) {
+    std::string out;
+    for (std::size_t k = 0; k < keys.size() && k < values.size(); ++k) {
+        if (values[k].empty()) continue;
+        if (!out.empty()) out += ',';
+        out += keys[k] + "=" + values[k];
+    }
+    return out.empty() ? "the only variant" : out;
+}
+
+std::vector<std::string> edge_of_grid_warnings(const experiment_spec& spec, const lr_selection& selection) {
+    std::vector<std::string> out;
+    const std::vector<std::string> keys = grouping_keys(spec, true);
+    for (const lr_choice& c : selection.variants) {
+        const std::string& lr = c.rates[c.chosen].lr;
+        const std::string variant = variant_label(keys, c.variant);
+        switch (c.edge) {
+            case lr_edge::interior: break;
+            case lr_edge::lowest:
+                out.push_back(lr + " is the lowest rate tried for " + variant + ": extend the grid");
+                break;
+            case lr_edge::highest:
+                out.push_back(lr + " is the highest rate tried for " + variant + ": extend the grid");
+                break;
+            case lr_edge::only_rate:
+                out.push_back(lr + " is the only rate tried for " + variant + ": its choice is untested");
+                break;
+        }
+    }
+    return out;
+}
 
 std::vector<run_group> group_runs(const std::vector<summary_entry>& entries, const std::vector<std::string>& keys) {
     std::vector<run_group> groups;
@@ -78,13 +127,33 @@ lr_selection select_learning_rates(const experiment_spec& spec, const std::vecto
         for (std::size_t i : variant.members) sub.push_back(entries[i]);
         lr_choice choice;
         choice.variant = variant.values;
-        for (const run_group& rate : group_runs(sub, {lr_key})) {
+        const std::vector<run_group> rates = group_runs(sub, {lr_key});
+        // The seeds every rate has (when none is common to all, each rate's own).
+        std::set<int> common;
+        for (std::size_t k = 0; k < rates.size(); ++k) {
+            std::set<int> seeds;
+            for (std::size_t j : rates[k].members) seeds.insert(sub[j].point->config.seed);
+            if (k == 0) {
+                common = seeds;
+            } else {
+                std::set<int> both;
+                std::set_intersection(common.begin(), common.end(), seeds.begin(), seeds.end(),
+                                      std::inserter(both, both.begin()));
+                common = both;
+            }
+        }
+        std::set<int> all_seeds;
+        for (const summary_entry& e : sub) all_seeds.insert(e.point->config.seed);
+        const std::set<int>& selection_seeds = common.empty() ? all_seeds : common;
+        choice.selection_seeds.assign(selection_seeds.begin(), selection_seeds.end());
+        for (const run_group& rate : rates) {
             std::vector<std::size_t> members;
             for (std::size_t j : rate.members) members.push_back(variant.members[j]);
-            choice.rates.push_back(candidate_of(rate.values[0], members, entries));
+            choice.rates.push_back(candidate_of(rate.values[0], members, entries, selection_seeds));
         }
         for (std::size_t k = 1; k < choice.rates.size(); ++k)
             if (rank_of(choice.rates[k]) < rank_of(choice.rates[choice.chosen])) choice.chosen = k;
+        choice.edge = edge_of(choice);
         for (std::size_t i : choice.rates[choice.chosen].members) sel.selected[i] = true;
         sel.variants.push_back(std::move(choice));
     }

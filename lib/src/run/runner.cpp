@@ -30,6 +30,7 @@
 #include "attnlab/run/resources.hpp"
 #include "attnlab/run/run_check.hpp"
 #include "attnlab/run/run_dir.hpp"
+#include "attnlab/run/run_groups.hpp"
 #include "attnlab/run/summary.hpp"
 #include "attnlab/run/sweep_dir.hpp"
 #include "attnlab/run/sweep_guard.hpp"
@@ -168,8 +169,9 @@ private:
         if (!opt_.shard.sharded()) return out_.dir;
         return fmt::format("{}/shards/{}-of-{}", out_.dir, opt_.shard.index, opt_.shard.count);
     }
-    void write_summary();  // under mu_
-    void log_progress();   // under mu_
+    void write_summary();                     // under mu_
+    std::vector<std::string> edge_warnings_;  // of the last summary, logged once at the end
+    void log_progress();                      // under mu_
     void worker();
     bool next_run(std::size_t& i, bool& wait);
     void record(std::size_t i, const attempt& a);  // under mu_
@@ -182,6 +184,7 @@ void sweep_runner::write_summary() {
     for (std::size_t i = 0; i < results_.size(); ++i)
         if (results_[i]) entries.push_back({&spec_.runs[i], *results_[i]});
     write_summary_files(summary_dir(), out_.dir + "/runs", spec_, entries);
+    edge_warnings_ = edge_of_grid_warnings(spec_, select_learning_rates(spec_, entries));
 }
 
 void sweep_runner::log_progress() {
@@ -521,6 +524,8 @@ sweep_outcome sweep_runner::run() {
     spdlog::info("{}: {} runs ({} trained ok, {} diverged, {} skipped as done) in {}; summary in {}", spec_.name,
                  out_.total, out_.ok, out_.diverged, out_.skipped, duration_text(seconds_since(sweep_t0_)),
                  out_.summary_path);
+    if (!opt_.shard.sharded())
+        for (const std::string& w : edge_warnings_) spdlog::warn("{}", w);
     if (out_.busy > 0)
         spdlog::warn(
             "{} runs were being trained by another process when this one was stopped and are not in this "

@@ -14,6 +14,7 @@
 #include "attnlab/attention/recurrent.hpp"
 #include "attnlab/io/csv.hpp"
 #include "attnlab/io/files.hpp"
+#include "attnlab/run/comparisons.hpp"
 #include "attnlab/run/metrics_csv.hpp"
 #include "attnlab/run/run_groups.hpp"
 #include "attnlab/util/error.hpp"
@@ -170,6 +171,11 @@ void write_summary_files(const std::string& dir, const std::string& runs_dir, co
                          const std::vector<summary_entry>& entries) {
     write_file_atomic(dir + "/summary.csv", summary_csv(spec, entries));
     write_file_atomic(dir + "/table.md", summary_table_md(spec, entries));
+    // comparisons.csv is derived from the spec's reports: without one it would be stale.
+    if (!spec.reports.empty())
+        write_file_atomic(dir + "/comparisons.csv", comparisons_csv(spec, compare_all(spec, entries)));
+    else
+        std::remove((dir + "/comparisons.csv").c_str());
     write_file_atomic(dir + "/curves.csv", curves_csv(spec, entries, runs_dir));
 }
 

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "attnlab/run/comparisons.hpp"
 #include "attnlab/run/run_groups.hpp"
 #include "attnlab/run/summary.hpp"
 
@@ -182,6 +183,22 @@ void table_row(std::ostringstream& s, const std::vector<std::string>& values, co
     s << cells << "\n";
 }
 
+std::string edge_mark(lr_edge edge) {
+    switch (edge) {
+        case lr_edge::interior: return "";
+        case lr_edge::lowest: return " (lowest tried)";
+        case lr_edge::highest: return " (highest tried)";
+        case lr_edge::only_rate: return " (only rate tried)";
+    }
+    return "";
+}
+
+std::string comparisons_section(const experiment_spec& spec, const std::vector<summary_entry>& entries) {
+    std::string out;
+    for (const comparisons_result& r : compare_all(spec, entries)) out += comparisons_md(spec, r);
+    return out;
+}
+
 }  // namespace
 
 std::string summary_table_md(const experiment_spec& spec, const std::vector<summary_entry>& entries) {
@@ -202,18 +219,22 @@ std::string summary_table_md(const experiment_spec& spec, const std::vector<summ
     if (lr.swept) {
         s << "## Each variant at its chosen learning rate\n\n"
           << "Each variant is reported at the " << lr_key
-          << " whose mean final validation loss over its seeds is lowest (a rate at which a seed diverged ranks "
-             "after every rate at which none did); its test metrics are those at that rate.\n\n";
+          << " whose mean final validation loss is lowest, over the seeds present at every rate of the variant (a "
+             "rate at which a seed diverged ranks after every rate at which none did); its test metrics are those of "
+             "every seed at that rate. A rate marked (lowest tried) or (highest tried) sits on the edge of the "
+             "variant's grid: a better rate may lie beyond it.\n\n";
         std::vector<std::string> keys = grouping_keys(spec, true);
         keys.push_back(std::string(lr_key) + " (chosen)");
         table_header(s, keys, bits_column);
         for (const lr_choice& c : lr.variants) {
             std::vector<std::string> values = c.variant;
             const lr_candidate& chosen = c.rates[c.chosen];
-            values.push_back(chosen.lr);
+            values.push_back(chosen.lr + edge_mark(c.edge));
             table_row(s, values, metric_cells(entries, chosen.members, bits_column));
         }
-        s << "\n## Every learning rate\n\n";
+        s << "\n" << comparisons_section(spec, entries) << "## Every learning rate\n\n";
+    } else {
+        s << comparisons_section(spec, entries);
     }
     const std::vector<std::string> keys = grouping_keys(spec, false);
     table_header(s, keys, bits_column);

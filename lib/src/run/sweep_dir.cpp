@@ -22,6 +22,7 @@
 #include "attnlab/io/files.hpp"
 #include "attnlab/run/run_check.hpp"
 #include "attnlab/run/run_dir.hpp"
+#include "attnlab/run/run_groups.hpp"
 #include "attnlab/run/summary.hpp"
 #include "attnlab/train/resume_state.hpp"
 #include "attnlab/util/error.hpp"
@@ -208,8 +209,9 @@ std::string spec_as_run_difference(const std::string& dir, const experiment_spec
     return what;
 }
 
-summarize_outcome summarize_sweep_dir(const std::string& dir) {
-    const experiment_spec spec = load_spec_as_run(dir);
+summarize_outcome summarize_sweep_dir(const std::string& dir, const report_options* report) {
+    experiment_spec spec = load_spec_as_run(dir);
+    if (report) spec.reports = {*report};
     if (const int n = remove_stale_temporaries(dir); n > 0)
         spdlog::info("removed {} temporary file{} of killed processes in {}", n, n == 1 ? "" : "s", dir);
     summarize_outcome out;
@@ -234,6 +236,7 @@ summarize_outcome summarize_sweep_dir(const std::string& dir) {
             out.strays.push_back(it->path().filename().string());
     std::sort(out.strays.begin(), out.strays.end());
     write_summary_files(dir, dir + "/runs", spec, entries);
+    out.edge_warnings = edge_of_grid_warnings(spec, select_learning_rates(spec, entries));
     return out;
 }
 

@@ -34,13 +34,18 @@ struct lr_candidate {
     std::string lr;                    // as config.yaml writes it
     std::vector<std::size_t> members;  // indices into the entries
     int diverged = 0;                  // members that did not finish ok
-    double mean_final_val_loss = 0;    // over the members that finished ok (NaN: none did)
+    double mean_final_val_loss = 0;    // over the selection seeds' members that finished ok (NaN: none did)
 };
+
+// Where the chosen rate sits in the rates tried for its variant.
+enum class lr_edge { interior, lowest, highest, only_rate };
 
 struct lr_choice {
     std::vector<std::string> variant;  // values of grouping_keys(spec, true)
     std::vector<lr_candidate> rates;   // in order of first appearance
     std::size_t chosen = 0;            // index into rates
+    std::vector<int> selection_seeds;  // the seeds present at every rate, on which the choice is made
+    lr_edge edge = lr_edge::interior;
 };
 
 struct lr_selection {
@@ -50,5 +55,12 @@ struct lr_selection {
 };
 
 lr_selection select_learning_rates(const experiment_spec& spec, const std::vector<summary_entry>& entries);
+
+// "0.003 is the lowest rate tried for attention.numerator=taylor,attention.order=2:
+// extend the grid", one line per variant chosen at an edge (none for interior choices).
+std::vector<std::string> edge_of_grid_warnings(const experiment_spec& spec, const lr_selection& selection);
+
+// "key=value,key=value" of a variant's keys that apply to it (empty values left out).
+std::string variant_label(const std::vector<std::string>& keys, const std::vector<std::string>& values);
 
 }  // namespace attnlab
