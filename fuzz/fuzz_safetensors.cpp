@@ -43,7 +43,8 @@ const attnlab::param_layout& seed_layout() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     using namespace attnlab;
     const std::string bytes(reinterpret_cast<const char*>(data), size);
-    const param_layout& layout = seed_layout();
+    const param_layout& model_layout = seed_layout();
+    const tensor_list layout = model_layout.named_tensors();
 
     std::vector<float> params;
     safetensors_metadata metadata;
@@ -52,8 +53,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }))
         return 0;
 
-    if (params.size() != layout.total()) attnlab_fuzz::finding("wrong parameter count", std::to_string(params.size()));
-    // Written again (the metadata after the two entries the writer adds), it reads back bit for bit.
+    if (params.size() != model_layout.total())
+        attnlab_fuzz::finding("wrong parameter count", std::to_string(params.size()));
+    // Written again (the metadata after the two entries the writer adds), it
+    // reads back bit for bit.
     safetensors_metadata extra;
     for (const auto& kv : metadata)
         if (kv.first != "format" && kv.first != "version") extra.push_back(kv);

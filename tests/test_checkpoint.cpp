@@ -89,7 +89,7 @@ const std::vector<float> tiny_params = {1, 2, 3, 4, 5, 6, -0.5f, 0.25f, 1e-30f};
 std::string read_error(const std::string& path, const std::string& bytes, const param_layout& layout) {
     write_file_atomic(path, bytes);
     try {
-        safetensors_read(path, layout);
+        safetensors_read(path, layout.named_tensors());
     } catch (const io_error& e) {
         return e.what();
     }
@@ -136,8 +136,11 @@ void check_round_trip(const model_config& m, const attention_config& a, int V, i
 
 // ---------------------------------------------------------------- format
 
-TEST_CASE("safetensors: header bytes of a tiny layout match the hand-written expectation", "[checkpoint]") {
-    const std::string bytes = safetensors_encode(tiny_layout(), tiny_params);
+TEST_CASE(
+    "safetensors: header bytes of a tiny layout match the hand-written "
+    "expectation",
+    "[checkpoint]") {
+    const std::string bytes = safetensors_encode(tiny_layout().named_tensors(), tiny_params);
     const std::string json = std::string("{\"__metadata__\":{\"format\":\"attnlab\",\"version\":\"") + ATTNLAB_VERSION +
                              "\"},"
                              "\"a.weight\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]},"
@@ -150,14 +153,15 @@ TEST_CASE("safetensors: header bytes of a tiny layout match the hand-written exp
     CHECK(bytes.substr(8 + n) == float_bytes(tiny_params));
 
     safetensors_metadata meta;
-    CHECK(safetensors_decode(bytes, "tiny", tiny_layout(), &meta) == tiny_params);
+    CHECK(safetensors_decode(bytes, "tiny", tiny_layout().named_tensors(), &meta) == tiny_params);
     CHECK(meta == safetensors_metadata{{"format", "attnlab"}, {"version", ATTNLAB_VERSION}});
 }
 
 TEST_CASE("safetensors: extra metadata is written and read back", "[checkpoint]") {
-    const std::string bytes = safetensors_encode(tiny_layout(), tiny_params, {{"note", "a \"quoted\"\nline"}});
+    const std::string bytes =
+        safetensors_encode(tiny_layout().named_tensors(), tiny_params, {{"note", "a \"quoted\"\nline"}});
     safetensors_metadata meta;
-    safetensors_decode(bytes, "tiny", tiny_layout(), &meta);
+    safetensors_decode(bytes, "tiny", tiny_layout().named_tensors(), &meta);
     CHECK(meta ==
           safetensors_metadata{{"format", "attnlab"}, {"version", ATTNLAB_VERSION}, {"note", "a \"quoted\"\nline"}});
 }
@@ -170,7 +174,8 @@ TEST_CASE("safetensors: a file written by another tool (other order, whitespace,
         "  \"b\": {\"dtype\": \"F32\", \"shape\": [3], \"data_offsets\": [0, 12]} }   ";
     const std::vector<float> data = {-0.5f, 0.25f, 1e-30f, 1, 2, 3, 4, 5, 6};  // b, then a.weight
     safetensors_metadata meta;
-    CHECK(safetensors_decode(make_file(header, float_bytes(data)), "pt", tiny_layout(), &meta) == tiny_params);
+    CHECK(safetensors_decode(make_file(header, float_bytes(data)), "pt", tiny_layout().named_tensors(), &meta) ==
+          tiny_params);
     CHECK(meta == safetensors_metadata{{"format", "pt"}});
 }
 
@@ -232,8 +237,8 @@ TEST_CASE("checkpoint: gate and out_norm tensors of docs/model.md round-trip thr
     const param_layout L = build_param_layout(small_model(2, 16, mlp_kind::none, position_kind::rope), a, 10, 12, off);
     std::vector<float> params(L.total());
     for (std::size_t i = 0; i < params.size(); ++i) params[i] = static_cast<float>(i) * 0.5f - 3.0f;
-    const std::string bytes = safetensors_encode(L, params);
-    CHECK(safetensors_decode(bytes, "gates", L) == params);
+    const std::string bytes = safetensors_encode(L.named_tensors(), params);
+    CHECK(safetensors_decode(bytes, "gates", L.named_tensors()) == params);
     const std::string header = header_of(bytes);
     for (const auto& [name, shape] :
          std::vector<std::pair<std::string, std::vector<int>>>{{"blocks.0.attn.in_gate.weight", {2, 16}},
@@ -252,7 +257,7 @@ TEST_CASE("checkpoint: gate and out_norm tensors of docs/model.md round-trip thr
 TEST_CASE("safetensors: a truncated file is an io_error naming the file, at every length", "[checkpoint]") {
     ckpt_temp_dir dir("truncated");
     const std::string path = dir / "model.safetensors";
-    const std::string good = safetensors_encode(tiny_layout(), tiny_params);
+    const std::string good = safetensors_encode(tiny_layout().named_tensors(), tiny_params);
     const std::size_t n = header_of(good).size();
     const std::vector<std::pair<std::size_t, std::string>> cases = {{0, "too short"},
                                                                     {5, "too short"},
@@ -279,7 +284,7 @@ TEST_CASE("safetensors: a truncated file is an io_error naming the file, at ever
 TEST_CASE("safetensors: header length larger than the file", "[checkpoint]") {
     ckpt_temp_dir dir("header_len");
     const std::string path = dir / "model.safetensors";
-    const std::string good = safetensors_encode(tiny_layout(), tiny_params);
+    const std::string good = safetensors_encode(tiny_layout().named_tensors(), tiny_params);
     for (std::uint64_t n : {static_cast<std::uint64_t>(good.size() - 7), std::uint64_t{1} << 40, ~std::uint64_t{0}}) {
         INFO("header length " << n);
         const std::string msg = read_error(path, le_u64(n) + good.substr(8), tiny_layout());
@@ -350,7 +355,7 @@ TEST_CASE("safetensors: wrong dtype, bad entries and inconsistent offsets", "[ch
         CHECK_THAT(read_error(path, make_file(header, data), tiny_layout()), StartsWith(path + ": " + what));
     }
     // Bytes after the last tensor.
-    CHECK_THAT(read_error(path, safetensors_encode(tiny_layout(), tiny_params) + "xxxx", tiny_layout()),
+    CHECK_THAT(read_error(path, safetensors_encode(tiny_layout().named_tensors(), tiny_params) + "xxxx", tiny_layout()),
                StartsWith(path + ": 4 bytes after the last tensor's data"));
 }
 
@@ -361,26 +366,28 @@ TEST_CASE("safetensors: a missing, extra or misshapen tensor against the model's
     param_layout only_a;
     only_a.add("a.weight", {2, 3}, param_init::normal, true);
     const std::vector<float> a_params(tiny_params.begin(), tiny_params.begin() + 6);
-    CHECK(read_error(path, safetensors_encode(only_a, a_params), tiny_layout()) ==
+    CHECK(read_error(path, safetensors_encode(only_a.named_tensors(), a_params), tiny_layout()) ==
           path + ": does not match the model of this config: missing tensor b");
 
     param_layout with_c = tiny_layout();
     with_c.add("c", {1}, param_init::zeros, false);
     std::vector<float> c_params = tiny_params;
     c_params.push_back(9);
-    CHECK(read_error(path, safetensors_encode(with_c, c_params), tiny_layout()) ==
+    CHECK(read_error(path, safetensors_encode(with_c.named_tensors(), c_params), tiny_layout()) ==
           path + ": does not match the model of this config: unexpected tensor c");
 
     param_layout renamed;
     renamed.add("a.weight", {2, 3}, param_init::normal, true);
     renamed.add("b2", {3}, param_init::zeros, false);
-    CHECK(read_error(path, safetensors_encode(renamed, tiny_params), tiny_layout()) ==
-          path + ": does not match the model of this config: missing tensor b; unexpected tensor b2");
+    CHECK(read_error(path, safetensors_encode(renamed.named_tensors(), tiny_params), tiny_layout()) ==
+          path +
+              ": does not match the model of this config: missing tensor b; "
+              "unexpected tensor b2");
 
     param_layout transposed;
     transposed.add("a.weight", {3, 2}, param_init::normal, true);
     transposed.add("b", {3}, param_init::zeros, false);
-    CHECK(read_error(path, safetensors_encode(transposed, tiny_params), tiny_layout()) ==
+    CHECK(read_error(path, safetensors_encode(transposed.named_tensors(), tiny_params), tiny_layout()) ==
           path + ": a.weight: shape [3, 2] in file, model expects [2, 3]");
 
     param_layout big, small;

@@ -83,18 +83,20 @@ TEST_CASE("safetensors: a header claiming a 2^40-element tensor is refused befor
     std::string bytes(8, '\0');
     for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((header.size() >> (8 * i)) & 0xFF);
     bytes += header + std::string(8, '\0');
-    // A reader that trusted the shape would allocate 4 TiB (std::bad_alloc) before finding the data short.
-    CHECK_THROWS_WITH(
-        safetensors_decode(bytes, "model.safetensors", layout),
-        "model.safetensors: data section truncated: the tensors need 4398046511104 bytes, the file holds 8");
+    // A reader that trusted the shape would allocate 4 TiB (std::bad_alloc)
+    // before finding the data short.
+    CHECK_THROWS_WITH(safetensors_decode(bytes, "model.safetensors", layout.named_tensors()),
+                      "model.safetensors: data section truncated: the tensors need "
+                      "4398046511104 bytes, the file holds 8");
 }
 
 TEST_CASE("safetensors: a number beyond double's range in the header is a malformed header", "[readers]") {
     // nlohmann-json throws out_of_range for it, not parse_error: it escaped the reader.
     const std::string header = "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[1e972,8]}}";
-    CHECK_THROWS_WITH(safetensors_decode(safetensors_file(header, 8), "model.safetensors", one_tensor_layout()),
-                      StartsWith("model.safetensors: malformed JSON header at header byte ") &&
-                          Catch::Matchers::Contains("number overflow parsing '1e972'"));
+    CHECK_THROWS_WITH(
+        safetensors_decode(safetensors_file(header, 8), "model.safetensors", one_tensor_layout().named_tensors()),
+        StartsWith("model.safetensors: malformed JSON header at header byte ") &&
+            Catch::Matchers::Contains("number overflow parsing '1e972'"));
 }
 
 // ---------------------------------------------------------------- resume.state

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "attnlab/attention/variant_table.hpp"
 #include "attnlab/config/run_config.hpp"
 
 namespace attnlab::test {

@@ -163,8 +163,9 @@ int run(const run_config& cfg, const std::filesystem::path& dir) {
     }
     transformer<T> model = make_model<T>(cfg);
     for (std::size_t i = 0; i < model.params.size(); ++i) model.params[i] = static_cast<T>(init.params[i]);
-    std::vector<float> params_f32(model.params.begin(), model.params.end());  // exact for float
-    safetensors_write((dir / "model.safetensors").string(), model.layout(), params_f32);
+    std::vector<float> params_f32(model.params.begin(),
+                                  model.params.end());  // exact for float
+    safetensors_write((dir / "model.safetensors").string(), model.layout().named_tensors(), params_f32);
     if constexpr (std::is_same_v<T, double>)
         write_safetensors((dir / "model_f64.safetensors").string(), param_tensors(model.layout(), model.params));
 

@@ -1,8 +1,11 @@
 // The rows of the variant table (see the header). What each row computes is
-// in docs/attention.md; the kernels are in variants.cpp.
+// in docs/attention.md; the kernels and the factories the rows point to are
+// in variants.cpp.
 #include "attnlab/attention/variant_table.hpp"
 
 #include <array>
+
+#include "attnlab/attention/variants.hpp"
 
 namespace attnlab {
 
@@ -23,30 +26,96 @@ constexpr taylor_terms taylor_up_to_order(int order) { return {0, order}; }
 constexpr taylor_terms first_order_only(int) { return {1, 1}; }
 constexpr taylor_terms order_term_only(int order) { return {order, order}; }
 
+// Unnamed fields keep their defaults (variant_table.hpp): takes_order false,
+// finite_state true; a denominator uses no z, is not scale-invariant, has no
+// output gate, is not detachable and has no parameters.
 constexpr std::array<numerator_traits, numerator_count> numerators{{
-    {numerator_kind::exp, "exp", nf::score_kernel, false, false, always_positive, no_terms, "exp(s)"},
-    {numerator_kind::taylor, "taylor", nf::score_kernel, true, true, taylor_sign, taylor_up_to_order,
-     "sum_{m=0..n} s^m / m!"},
-    {numerator_kind::linear, "linear", nf::score_kernel, false, true, always_signed, first_order_only, "s"},
-    {numerator_kind::elu1, "elu1", nf::feature_map, false, true, always_non_negative, first_order_only,
-     "phi(q).phi(k), phi(x) = elu(x) + 1"},
-    {numerator_kind::relu, "relu", nf::feature_map, false, true, always_non_negative, first_order_only,
-     "phi(q).phi(k), phi(x) = max(x, 0)"},
-    {numerator_kind::cosine, "cosine", nf::feature_map, false, true, always_signed, first_order_only,
-     "phi(q).phi(k), phi(x) = x / max(|x|, eps)"},
-    {numerator_kind::power, "power", nf::score_kernel, true, true, power_sign, order_term_only, "s^n / n!"},
+    {.kind = numerator_kind::exp,
+     .name = "exp",
+     .family = nf::score_kernel,
+     .finite_state = false,
+     .sign = always_positive,
+     .terms = no_terms,
+     .summary = "exp(s)",
+     .kernels = &exp_kernels},
+    {.kind = numerator_kind::taylor,
+     .name = "taylor",
+     .family = nf::score_kernel,
+     .takes_order = true,
+     .sign = taylor_sign,
+     .terms = taylor_up_to_order,
+     .summary = "sum_{m=0..n} s^m / m!",
+     .kernels = &taylor_kernels},
+    {.kind = numerator_kind::linear,
+     .name = "linear",
+     .family = nf::score_kernel,
+     .sign = always_signed,
+     .terms = first_order_only,
+     .summary = "s",
+     .kernels = &linear_kernels},
+    {.kind = numerator_kind::elu1,
+     .name = "elu1",
+     .family = nf::feature_map,
+     .sign = always_non_negative,
+     .terms = first_order_only,
+     .summary = "phi(q).phi(k), phi(x) = elu(x) + 1",
+     .kernels = &elu1_kernels},
+    {.kind = numerator_kind::relu,
+     .name = "relu",
+     .family = nf::feature_map,
+     .sign = always_non_negative,
+     .terms = first_order_only,
+     .summary = "phi(q).phi(k), phi(x) = max(x, 0)",
+     .kernels = &relu_kernels},
+    {.kind = numerator_kind::cosine,
+     .name = "cosine",
+     .family = nf::feature_map,
+     .sign = always_signed,
+     .terms = first_order_only,
+     .summary = "phi(q).phi(k), phi(x) = x / max(|x|, eps)",
+     .kernels = &cosine_kernels},
+    {.kind = numerator_kind::power,
+     .name = "power",
+     .family = nf::score_kernel,
+     .takes_order = true,
+     .sign = power_sign,
+     .terms = order_term_only,
+     .summary = "s^n / n!",
+     .kernels = &power_kernels},
 }};
 
 constexpr std::array<denominator_traits, denominator_count> denominators{{
-    // kind, name, uses z, scale-invariant, output gate, detachable, out_norm params, summary
-    {denominator_kind::softmax, "softmax", true, true, false, true, 0, "u / z (+ eps for non-negative weights)"},
-    {denominator_kind::norm, "norm", false, true, false, false, 0, "u / max(|u|, eps)"},
-    {denominator_kind::rmsnorm, "rmsnorm", false, true, false, false, 1, "gain * u / sqrt(mean(u^2) + eps)"},
-    {denominator_kind::layernorm, "layernorm", false, true, false, false, 2,
-     "gain * (u - mean) / sqrt(var + eps) + bias"},
-    {denominator_kind::gate, "gate", false, false, true, false, 0, "out_gate(x) * u / t"},
-    {denominator_kind::length, "length", false, false, false, false, 0, "u / t"},
-    {denominator_kind::none, "none", false, false, false, false, 0, "u"},
+    {.kind = denominator_kind::softmax,
+     .name = "softmax",
+     .uses_weight_sum = true,
+     .scale_invariant = true,
+     .detachable = true,
+     .summary = "u / z (+ eps for non-negative weights)",
+     .kernels = &softmax_kernels},
+    {.kind = denominator_kind::norm,
+     .name = "norm",
+     .scale_invariant = true,
+     .summary = "u / max(|u|, eps)",
+     .kernels = &norm_kernels},
+    {.kind = denominator_kind::rmsnorm,
+     .name = "rmsnorm",
+     .scale_invariant = true,
+     .out_norm_params = 1,
+     .summary = "gain * u / sqrt(mean(u^2) + eps)",
+     .kernels = &rmsnorm_kernels},
+    {.kind = denominator_kind::layernorm,
+     .name = "layernorm",
+     .scale_invariant = true,
+     .out_norm_params = 2,
+     .summary = "gain * (u - mean) / sqrt(var + eps) + bias",
+     .kernels = &layernorm_kernels},
+    {.kind = denominator_kind::gate,
+     .name = "gate",
+     .has_output_gate = true,
+     .summary = "out_gate(x) * u / t",
+     .kernels = &length_kernels},  // u / t; the layer applies the output gate
+    {.kind = denominator_kind::length, .name = "length", .summary = "u / t", .kernels = &length_kernels},
+    {.kind = denominator_kind::none, .name = "none", .summary = "u", .kernels = &identity_kernels},
 }};
 
 constexpr bool rows_in_enum_order() {
@@ -57,6 +126,14 @@ constexpr bool rows_in_enum_order() {
     return true;
 }
 static_assert(rows_in_enum_order(), "variant table: one row per enum value, in enum order");
+constexpr bool every_row_has_kernels() {
+    for (const auto& r : numerators)
+        if (r.kernels == nullptr || r.sign == nullptr || r.terms == nullptr) return false;
+    for (const auto& r : denominators)
+        if (r.kernels == nullptr) return false;
+    return true;
+}
+static_assert(every_row_has_kernels(), "variant table: a row without its kernel factory (or sign, terms)");
 static_assert(static_cast<int>(numerator_kind::power) + 1 == numerator_count, "numerator_count is stale");
 static_assert(static_cast<int>(denominator_kind::none) + 1 == denominator_count, "denominator_count is stale");
 

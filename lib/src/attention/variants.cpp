@@ -8,6 +8,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace attnlab {
 
@@ -369,57 +370,109 @@ namespace {
 void require_order(const attention_config& cfg) {
     if (cfg.order < 1) throw std::invalid_argument(std::string(to_string(cfg.numerator)) + " needs order >= 1");
 }
+
+// The factories the variant table's rows point to (variant_table.cpp), one
+// pair (float, double) per kernel.
+template <template <class> class K, class T>
+std::unique_ptr<score_kernel<T>> make_plain_kernel(const attention_config&) {
+    return std::make_unique<K<T>>();
+}
+template <template <class> class K, class T>
+std::unique_ptr<score_kernel<T>> make_order_kernel(const attention_config& cfg) {
+    require_order(cfg);
+    return std::make_unique<K<T>>(cfg.order);
+}
+template <class T>
+std::unique_ptr<score_kernel<T>> make_exp_kernel(const attention_config& cfg) {
+    return std::make_unique<exp_kernel<T>>(is_scale_invariant(cfg.denominator), cfg.detach_denominator);
+}
+template <template <class> class M, class T>
+std::unique_ptr<feature_map<T>> make_plain_map(const attention_config&) {
+    return std::make_unique<M<T>>();
+}
+template <class T>
+std::unique_ptr<feature_map<T>> make_cosine_map(const attention_config& cfg) {
+    return std::make_unique<cosine_map<T>>(static_cast<T>(cfg.eps));
+}
 }  // namespace
 
-// Every numerator has a case in both factories (no `default:`), so -Wswitch
-// names a new enum value that has no kernel yet.
+const numerator_kernels exp_kernels{.score_float = make_exp_kernel<float>, .score_double = make_exp_kernel<double>};
+const numerator_kernels taylor_kernels{.score_float = make_order_kernel<taylor_kernel, float>,
+                                       .score_double = make_order_kernel<taylor_kernel, double>};
+const numerator_kernels linear_kernels{.score_float = make_plain_kernel<linear_kernel, float>,
+                                       .score_double = make_plain_kernel<linear_kernel, double>};
+const numerator_kernels power_kernels{.score_float = make_order_kernel<power_kernel, float>,
+                                      .score_double = make_order_kernel<power_kernel, double>};
+const numerator_kernels elu1_kernels{.map_float = make_plain_map<elu1_map, float>,
+                                     .map_double = make_plain_map<elu1_map, double>};
+const numerator_kernels relu_kernels{.map_float = make_plain_map<relu_map, float>,
+                                     .map_double = make_plain_map<relu_map, double>};
+const numerator_kernels cosine_kernels{.map_float = make_cosine_map<float>, .map_double = make_cosine_map<double>};
+
+namespace {
+template <class T>
+std::unique_ptr<denominator<T>> make_softmax(const attention_config& cfg) {
+    // Weights that can be exactly 0 everywhere (relu, elu1 after underflow) get
+    // eps, as fast-transformers does.
+    const bool may_vanish = traits_of(cfg.numerator).sign(cfg.order) == weight_sign::non_negative;
+    return std::make_unique<softmax_denominator<T>>(may_vanish ? static_cast<T>(cfg.eps) : T(0),
+                                                    cfg.detach_denominator);
+}
+template <template <class> class D, class T>
+std::unique_ptr<denominator<T>> make_eps_denominator(const attention_config& cfg) {
+    return std::make_unique<D<T>>(static_cast<T>(cfg.eps));
+}
+template <template <class> class D, class T>
+std::unique_ptr<denominator<T>> make_plain_denominator(const attention_config&) {
+    return std::make_unique<D<T>>();
+}
+}  // namespace
+
+const denominator_kernels softmax_kernels{make_softmax<float>, make_softmax<double>};
+const denominator_kernels norm_kernels{make_eps_denominator<norm_denominator, float>,
+                                       make_eps_denominator<norm_denominator, double>};
+const denominator_kernels rmsnorm_kernels{make_eps_denominator<rmsnorm_denominator, float>,
+                                          make_eps_denominator<rmsnorm_denominator, double>};
+const denominator_kernels layernorm_kernels{make_eps_denominator<layernorm_denominator, float>,
+                                            make_eps_denominator<layernorm_denominator, double>};
+// `gate` is `length` times the output gate, which the attention layer applies.
+const denominator_kernels length_kernels{make_plain_denominator<length_denominator, float>,
+                                         make_plain_denominator<length_denominator, double>};
+const denominator_kernels identity_kernels{make_plain_denominator<identity_denominator, float>,
+                                           make_plain_denominator<identity_denominator, double>};
+
+// The kernel of a row, or null when the row's family has none of this kind.
 template <class T>
 std::unique_ptr<score_kernel<T>> make_score_kernel(const attention_config& cfg) {
-    switch (cfg.numerator) {
-        case numerator_kind::exp:
-            return std::make_unique<exp_kernel<T>>(is_scale_invariant(cfg.denominator), cfg.detach_denominator);
-        case numerator_kind::taylor: require_order(cfg); return std::make_unique<taylor_kernel<T>>(cfg.order);
-        case numerator_kind::linear: return std::make_unique<linear_kernel<T>>();
-        case numerator_kind::power: require_order(cfg); return std::make_unique<power_kernel<T>>(cfg.order);
-        case numerator_kind::elu1:
-        case numerator_kind::relu:
-        case numerator_kind::cosine: return nullptr;  // feature maps
-    }
-    throw std::invalid_argument("unknown numerator");
+    const numerator_kernels& k = *traits_of(cfg.numerator).kernels;
+    const auto make = [&] {
+        if constexpr (std::is_same_v<T, float>)
+            return k.score_float;
+        else
+            return k.score_double;
+    }();
+    return make ? make(cfg) : nullptr;
 }
 
 template <class T>
 std::unique_ptr<feature_map<T>> make_feature_map(const attention_config& cfg) {
-    switch (cfg.numerator) {
-        case numerator_kind::elu1: return std::make_unique<elu1_map<T>>();
-        case numerator_kind::relu: return std::make_unique<relu_map<T>>();
-        case numerator_kind::cosine: return std::make_unique<cosine_map<T>>(static_cast<T>(cfg.eps));
-        case numerator_kind::exp:
-        case numerator_kind::taylor:
-        case numerator_kind::linear:
-        case numerator_kind::power: return nullptr;  // score kernels
-    }
-    throw std::invalid_argument("unknown numerator");
+    const numerator_kernels& k = *traits_of(cfg.numerator).kernels;
+    const auto make = [&] {
+        if constexpr (std::is_same_v<T, float>)
+            return k.map_float;
+        else
+            return k.map_double;
+    }();
+    return make ? make(cfg) : nullptr;
 }
 
 template <class T>
 std::unique_ptr<denominator<T>> make_denominator(const attention_config& cfg) {
-    const T eps = static_cast<T>(cfg.eps);
-    switch (cfg.denominator) {
-        case denominator_kind::softmax: {
-            // Weights that can be exactly 0 everywhere (relu, elu1 after underflow) get eps, as fast-transformers does.
-            const auto& num = traits_of(cfg.numerator);
-            const bool may_vanish = num.sign(cfg.order) == weight_sign::non_negative;
-            return std::make_unique<softmax_denominator<T>>(may_vanish ? eps : T(0), cfg.detach_denominator);
-        }
-        case denominator_kind::norm: return std::make_unique<norm_denominator<T>>(eps);
-        case denominator_kind::rmsnorm: return std::make_unique<rmsnorm_denominator<T>>(eps);
-        case denominator_kind::layernorm: return std::make_unique<layernorm_denominator<T>>(eps);
-        case denominator_kind::gate:  // u / t, times the output gate (applied by the layer)
-        case denominator_kind::length: return std::make_unique<length_denominator<T>>();
-        case denominator_kind::none: return std::make_unique<identity_denominator<T>>();
-    }
-    throw std::invalid_argument("unknown denominator");
+    const denominator_kernels& k = *traits_of(cfg.denominator).kernels;
+    if constexpr (std::is_same_v<T, float>)
+        return k.make_float(cfg);
+    else
+        return k.make_double(cfg);
 }
 
 #define ATTNLAB_INSTANTIATE_VARIANTS(T)                                                      \

@@ -1,6 +1,7 @@
-// Enum names and the MLP size of a run configuration (the task sizes are in
-// tasks/task_table.cpp).
+// Enum names, the task sizes and the MLP size of a run configuration.
 #include "attnlab/config/run_config.hpp"
+
+#include <algorithm>
 
 namespace attnlab {
 
@@ -36,6 +37,33 @@ const char* to_string(parallel_form v) {
     }
     return "?";
 }
+
+// No `default:`: -Wswitch names a new task_kind without its sizes.
+int model_vocab_size(const task_config& t) {
+    switch (t.kind) {
+        case task_kind::copy: return t.vocab + 2;  // pad 0, SEP vocab+1
+        case task_kind::text: return 256;          // bytes
+        case task_kind::lookup:
+        case task_kind::selective_copy:
+        case task_kind::induction: return t.vocab;
+    }
+    return 0;
+}
+
+int train_seq_len(const task_config& t) {
+    switch (t.kind) {
+        case task_kind::copy: return 2 * t.max_len;  // x_1..x_n SEP x_1..x_n padded, inputs drop the last
+        case task_kind::lookup:
+        case task_kind::text: return t.seq_len;
+        case task_kind::selective_copy: return t.noise_len + 2 * t.n_tokens;  // L + M slots, M markers
+        case task_kind::induction: return t.seq_len + 1;  // the trigger's answer is a target, not an input
+    }
+    return 0;
+}
+
+int test_seq_len(const task_config& t) { return t.kind == task_kind::copy ? 2 * t.test_max_len : train_seq_len(t); }
+
+int max_seq_len(const task_config& t) { return std::max(train_seq_len(t), test_seq_len(t)); }
 
 int resolved_val_examples(const task_config& t) { return t.val_examples > 0 ? t.val_examples : t.test_examples; }
 

@@ -264,13 +264,20 @@ void read_metadata(const std::string& label, const json& v, const std::vector<st
     }
 }
 
+// Floats of the flat buffer the tensors tile: the end of the last one.
+std::size_t flat_size(const tensor_list& tensors) {
+    std::size_t n = 0;
+    for (const auto& t : tensors) n = std::max(n, t.offset + t.size);
+    return n;
+}
+
 }  // namespace
 
-std::string safetensors_encode(const param_layout& layout, const std::vector<float>& params,
+std::string safetensors_encode(const tensor_list& layout, const std::vector<float>& params,
                                const safetensors_metadata& extra) {
-    if (params.size() != layout.total())
+    if (params.size() != flat_size(layout))
         throw std::logic_error("safetensors_encode: " + std::to_string(params.size()) + " parameters for a layout of " +
-                               std::to_string(layout.total()));
+                               std::to_string(flat_size(layout)));
     // Members in insertion order: the metadata, then the tensors in layout order.
     nlohmann::ordered_json header;
     nlohmann::ordered_json& metadata = header[metadata_key];
@@ -278,8 +285,9 @@ std::string safetensors_encode(const param_layout& layout, const std::vector<flo
     metadata["version"] = ATTNLAB_VERSION;
     for (const auto& [k, v] : extra) metadata[k] = v;
     std::size_t expected_offset = 0;
-    for (const auto& t : layout.tensors()) {
-        // The data section is the flat buffer itself: layouts are contiguous by construction.
+    for (const auto& t : layout) {
+        // The data section is the flat buffer itself: layouts are contiguous by
+        // construction.
         if (t.offset != expected_offset)
             throw std::logic_error("safetensors_encode: layout is not contiguous at " + t.name);
         expected_offset += t.size;
@@ -302,7 +310,7 @@ std::string safetensors_encode(const param_layout& layout, const std::vector<flo
     return out;
 }
 
-std::vector<float> safetensors_decode(const std::string& bytes, const std::string& label, const param_layout& layout,
+std::vector<float> safetensors_decode(const std::string& bytes, const std::string& label, const tensor_list& layout,
                                       safetensors_metadata* metadata) {
     if (metadata) metadata->clear();
     if (bytes.size() < length_bytes)
@@ -361,12 +369,11 @@ std::vector<float> safetensors_decode(const std::string& bytes, const std::strin
 
     // Against the model: the same names, the same shapes.
     std::vector<std::string> missing, extra;
-    for (const auto& p : layout.tensors())
+    for (const auto& p : layout)
         if (std::none_of(tensors.begin(), tensors.end(), [&](const header_tensor& t) { return t.name == p.name; }))
             missing.push_back(p.name);
     for (const auto& t : tensors)
-        if (std::none_of(layout.tensors().begin(), layout.tensors().end(),
-                         [&](const param_tensor& p) { return p.name == t.name; }))
+        if (std::none_of(layout.begin(), layout.end(), [&](const named_tensor& p) { return p.name == t.name; }))
             extra.push_back(t.name);
     if (!missing.empty() || !extra.empty()) {
         std::string what;
@@ -378,9 +385,9 @@ std::vector<float> safetensors_decode(const std::string& bytes, const std::strin
         throw io_error(label + ": does not match the model of this config: " + what);
     }
 
-    std::vector<float> params(layout.total());
+    std::vector<float> params(flat_size(layout));
     const char* data = bytes.data() + length_bytes + n;
-    for (const auto& p : layout.tensors()) {
+    for (const auto& p : layout) {
         const auto it =
             std::find_if(tensors.begin(), tensors.end(), [&](const header_tensor& t) { return t.name == p.name; });
         if (it->shape != to_int64(p.shape))
@@ -391,12 +398,12 @@ std::vector<float> safetensors_decode(const std::string& bytes, const std::strin
     return params;
 }
 
-void safetensors_write(const std::string& path, const param_layout& layout, const std::vector<float>& params,
+void safetensors_write(const std::string& path, const tensor_list& layout, const std::vector<float>& params,
                        const safetensors_metadata& extra) {
     write_file_atomic(path, safetensors_encode(layout, params, extra));
 }
 
-std::vector<float> safetensors_read(const std::string& path, const param_layout& layout,
+std::vector<float> safetensors_read(const std::string& path, const tensor_list& layout,
                                     safetensors_metadata* metadata) {
     return safetensors_decode(read_file(path), path, layout, metadata);
 }

@@ -21,6 +21,13 @@ const param_tensor& param_layout::find(const std::string& name) const {
     throw std::out_of_range("no parameter named " + name);
 }
 
+tensor_list param_layout::named_tensors() const {
+    tensor_list out;
+    out.reserve(tensors_.size());
+    for (const auto& t : tensors_) out.push_back({t.name, t.shape, t.offset, t.size});
+    return out;
+}
+
 param_layout build_param_layout(const model_config& m, const attention_config& a, int V, int T_max,
                                 model_offsets& off) {
     param_layout p;

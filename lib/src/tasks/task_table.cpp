@@ -2,12 +2,9 @@
 // in docs/spec-reference.md; the generators are in this directory.
 #include "attnlab/tasks/task_table.hpp"
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <stdexcept>
-
-#include "attnlab/config/run_config.hpp"
 
 namespace attnlab {
 
@@ -15,14 +12,7 @@ namespace {
 
 using std::to_string;
 
-int vocab_as_is(const task_config& t) { return t.vocab; }
-
 // ---------------------------------------------------------------- copy
-
-// x_1..x_n SEP x_1..x_n padded to 2*max_len + 1 tokens; inputs drop the last.
-int copy_vocab(const task_config& t) { return t.vocab + 2; }  // pad 0, SEP vocab+1
-int copy_train_len(const task_config& t) { return 2 * t.max_len; }
-int copy_test_len(const task_config& t) { return 2 * t.test_max_len; }
 
 void copy_defaults(task_config& t) {
     if (t.min_len == 0) t.min_len = t.max_len;
@@ -59,8 +49,6 @@ std::string induction_vocab_rule(const task_config& t) {
 
 // ---------------------------------------------------------------- lookup
 
-int lookup_len(const task_config& t) { return t.seq_len; }
-
 // P pairs in context, then (T - 2P)/2 query slots of two tokens each.
 std::string lookup_even_rule(const task_config& t) {
     if (t.seq_len % 2 == 0) return "";
@@ -76,15 +64,7 @@ std::string lookup_vocab_above_len_rule(const task_config& t) {
     return "lookup needs task.vocab > task.seq_len, got " + to_string(t.vocab) + " <= " + to_string(t.seq_len);
 }
 
-// ---------------------------------------------------------------- selective_copy, induction
-
-int selective_copy_len(const task_config& t) { return t.noise_len + 2 * t.n_tokens; }  // L + M slots, M markers
-int induction_len(const task_config& t) { return t.seq_len + 1; }  // the trigger's answer is a target, not an input
-
 // ---------------------------------------------------------------- text
-
-int text_vocab(const task_config&) { return 256; }  // bytes
-int text_len(const task_config& t) { return t.seq_len; }
 
 // Below 0.5 the train part (n - 2 floor(f n) bytes) is never empty; whether
 // windows fit is the file's business (the loader reads it, tasks/text.cpp).
@@ -102,9 +82,6 @@ const std::vector<task_traits>& rows() {
         {task_kind::copy,
          "copy",
          {"vocab", "min_len", "max_len", "test_min_len", "test_max_len"},
-         copy_vocab,
-         copy_train_len,
-         copy_test_len,
          copy_defaults,
          {{{"task.min_len", "task.max_len"}, copy_min_len_rule},
           {{"task.test_min_len", "task.test_max_len", "task.min_len", "task.max_len"}, copy_test_len_rule}},
@@ -112,9 +89,6 @@ const std::vector<task_traits>& rows() {
         {task_kind::lookup,
          "lookup",
          {"vocab", "seq_len", "pairs", "power_a", "random_filler"},
-         vocab_as_is,
-         lookup_len,
-         lookup_len,
          no_defaults,
          {{{"task.vocab", "task.kind"}, lookup_vocab_rule},
           {{"task.seq_len", "task.kind"}, lookup_even_rule},
@@ -124,27 +98,18 @@ const std::vector<task_traits>& rows() {
         {task_kind::selective_copy,
          "selective_copy",
          {"vocab", "n_tokens", "noise_len"},
-         vocab_as_is,
-         selective_copy_len,
-         selective_copy_len,
          no_defaults,
          {{{"task.vocab", "task.kind"}, selective_copy_vocab_rule}},
          "M tokens among L blanks, then M markers that recall them in order"},
         {task_kind::induction,
          "induction",
          {"vocab", "seq_len"},
-         vocab_as_is,
-         induction_len,
-         induction_len,
          no_defaults,
          {{{"task.vocab", "task.kind"}, induction_vocab_rule}},
          "random tokens with one trigger, then the trigger: recall the token after the first"},
         {task_kind::text,
          "text",
          {"seq_len", "path", "holdout", "sha256", "size"},
-         text_vocab,
-         text_len,
-         text_len,
          no_defaults,
          {{{"task.holdout", "task.kind"}, text_holdout_rule}},
          "T + 1 bytes of a file: predict every next byte",
@@ -175,11 +140,6 @@ const char* to_string(task_kind k) {
     const auto i = static_cast<std::size_t>(k);
     return i < rows().size() ? rows()[i].name : "?";
 }
-
-int model_vocab_size(const task_config& t) { return traits_of(t.kind).model_vocab_size(t); }
-int train_seq_len(const task_config& t) { return traits_of(t.kind).train_seq_len(t); }
-int test_seq_len(const task_config& t) { return traits_of(t.kind).test_seq_len(t); }
-int max_seq_len(const task_config& t) { return std::max(train_seq_len(t), test_seq_len(t)); }
 
 std::string broken_task_rule(const task_config& t) {
     for (const task_rule& r : traits_of(t.kind).rules)

@@ -12,12 +12,12 @@
 namespace attnlab {
 
 void checkpoint_save(const std::string& path, const transformer<float>& model) {
-    safetensors_write(path, model.layout(), model.params);
+    safetensors_write(path, model.layout().named_tensors(), model.params);
 }
 
 void checkpoint_load(const std::string& path, transformer<float>& model) {
     if (!std::filesystem::is_regular_file(path)) throw io_error(path + ": no such checkpoint file");
-    std::vector<float> params = safetensors_read(path, model.layout());
+    std::vector<float> params = safetensors_read(path, model.layout().named_tensors());
     model.params = std::move(params);
 }
 

@@ -1,34 +1,24 @@
 // The attention variants as one table: a row per numerator and per
-// denominator with its YAML name and every trait that code outside the
+// denominator with its YAML name, every trait that code outside the
 // variant's own kernel needs (the spec schema, the parameter layout, the
-// memory estimate, the recurrent form, the tests' lists). Consumers read a
-// row instead of switching on the enum, so a new variant is a new enum value,
-// a new row here and its kernel in variants.cpp; a missing row fails the
-// table's static_assert, a missing kernel the factory's -Wswitch.
-//
-// Adding a numerator (a denominator likewise):
-//   1. its enum value, at the end, and numerator_count (below);
-//   2. its row in variant_table.cpp (name, family, order, state, sign, terms);
-//   3. its kernel class in variants.cpp and its case in both factories;
-//   4. its maths in reference/model.py (the independent PyTorch reference)
-//      and in docs/spec-reference.md.
-// The tests' variant lists, the recurrent form, the parameter layout and the
-// PyTorch cross-check's cases all come from the rows: nothing else to edit.
-//
-// This header depends on nothing else in attnlab: the run configuration
-// (config/run_config.hpp, the lowest layer) includes it for the two enums.
+// memory estimate, the recurrent form, the tests' lists) and the factory of
+// its kernel. Consumers read a row instead of switching on the enum, so a new
+// variant is a new enum value (config/kinds.hpp), a new row here and its
+// kernel in variants.cpp: docs/attention.md, "Adding a variant". A missing
+// row or factory fails the table's static_asserts.
 #pragma once
 #include <cstddef>
 #include <optional>
 #include <string_view>
 
+#include "attnlab/config/kinds.hpp"
+
 namespace attnlab {
 
-enum class numerator_kind { exp, taylor, linear, elu1, relu, cosine, power };
-enum class denominator_kind { softmax, norm, rmsnorm, layernorm, gate, length, none };
-
-inline constexpr int numerator_count = 7;
-inline constexpr int denominator_count = 7;
+// A variant's kernel factories (variants.hpp defines them; each row points to
+// its own).
+struct numerator_kernels;
+struct denominator_kernels;
 
 // How the numerator's weight w_tj is made.
 enum class numerator_family {
@@ -49,28 +39,34 @@ struct taylor_terms {
     int first = 0, last = 0;
 };
 
+// A row is written with designated initializers (variant_table.cpp); the
+// fields without a default must be given.
 struct numerator_traits {
     numerator_kind kind;
     const char* name;  // the YAML value
     numerator_family family;
-    bool takes_order;  // `attention.order: n` (n >= 1) required, else refused
+    bool takes_order = false;  // `attention.order: n` (n >= 1) required, else refused
     // Fixed-size recurrent state when not clamped (exp keeps a key/value cache).
-    bool finite_state;
+    bool finite_state = true;
     weight_sign (*sign)(int order);
     // Score kernels with a finite state: the Taylor terms of the state.
     taylor_terms (*terms)(int order);
-    const char* summary;  // one line: what w_tj is
+    const char* summary;               // one line: what w_tj is
+    const numerator_kernels* kernels;  // the factory of its kernel (variants.cpp)
 };
 
 struct denominator_traits {
     denominator_kind kind;
-    const char* name;      // the YAML value
-    bool uses_weight_sum;  // divides by z_t = sum_j w_tj (softmax)
-    bool scale_invariant;  // o unchanged when u and z are scaled: exp subtracts the row max
-    bool has_output_gate;  // adds the per-head output gate (gate): `out_gate` is refused with it
-    bool detachable;       // `detach_denominator` allowed
-    int out_norm_params;   // learnable vectors of size HS shared by heads: 0, 1 (gain) or 2 (gain, bias)
-    const char* summary;   // one line: what o_t is
+    const char* name;                    // the YAML value
+    bool uses_weight_sum = false;        // divides by z_t = sum_j w_tj (softmax)
+    bool scale_invariant = false;        // o unchanged when u and z are scaled: exp subtracts the row max
+    bool has_output_gate = false;        // adds the per-head output gate (gate):
+                                         // `out_gate` is refused with it
+    bool detachable = false;             // `detach_denominator` allowed
+    int out_norm_params = 0;             // learnable vectors of size HS shared by heads: 0, 1
+                                         // (gain) or 2 (gain, bias)
+    const char* summary;                 // one line: what o_t is
+    const denominator_kernels* kernels;  // the factory of its denominator (variants.cpp)
 };
 
 const numerator_traits& traits_of(numerator_kind n);

@@ -1,20 +1,19 @@
 // The pieces an attention variant is made of (docs/spec-reference.md,
 // `attention`; the table of variants: variant_table.hpp). A variant is one
 // numerator and one denominator:
-//   score kernels  w_tj = f(s_tj), s_tj = q_t.k_j / sqrt(HS) (optionally clamped)
-//   feature maps   w_tj = phi(q_t) . phi(k_j)
-//   denominators   o_t = D(u_t, z_t, t), u_t = sum_j w_tj g_j v_j, z_t = sum_j w_tj
-// Each piece is one small class with its derivative. Adding a variant means
-// a row in the variant table (variant_table.hpp: name and traits) and one
-// class in variants.cpp with its case in the factories; the tests iterate
-// the table's rows, so the new variant is gradient-checked (and, with a
-// finite state, checked against the recurrent form) without another list.
+//   score kernels  w_tj = f(s_tj), s_tj = q_t.k_j / sqrt(HS) (optionally
+//   clamped) feature maps   w_tj = phi(q_t) . phi(k_j) denominators   o_t =
+//   D(u_t, z_t, t), u_t = sum_j w_tj g_j v_j, z_t = sum_j w_tj
+// Each piece is one small class with its derivative, made by the factory its
+// variant table row points to. Adding a variant: docs/attention.md, "Adding
+// a variant".
 // The gates (in_gate, out_gate, and the `gate` denominator, which is `length`
 // times an output gate) are applied by the attention layer around these.
 #pragma once
 #include <algorithm>
 #include <memory>
 
+#include "attnlab/attention/variant_table.hpp"
 #include "attnlab/config/run_config.hpp"
 
 namespace attnlab {
@@ -84,7 +83,34 @@ bool uses_out_gate(const attention_config& cfg);  // out_gate, or a denominator 
 // row max first (docs/spec-reference.md, `attention`).
 bool is_scale_invariant(denominator_kind d);
 
-// Factories (the score kernel is null for feature maps and vice versa).
+// A row's factories, one per float type (variants.cpp defines one object per
+// kernel, the row in variant_table.cpp points to it). A numerator has the
+// score-kernel pair or the feature-map pair; the other stays null.
+template <class T>
+using score_kernel_factory = std::unique_ptr<score_kernel<T>> (*)(const attention_config&);
+template <class T>
+using feature_map_factory = std::unique_ptr<feature_map<T>> (*)(const attention_config&);
+template <class T>
+using denominator_factory = std::unique_ptr<denominator<T>> (*)(const attention_config&);
+
+struct numerator_kernels {
+    score_kernel_factory<float> score_float = nullptr;
+    score_kernel_factory<double> score_double = nullptr;
+    feature_map_factory<float> map_float = nullptr;
+    feature_map_factory<double> map_double = nullptr;
+};
+struct denominator_kernels {
+    denominator_factory<float> make_float = nullptr;
+    denominator_factory<double> make_double = nullptr;
+};
+
+extern const numerator_kernels exp_kernels, taylor_kernels, linear_kernels, elu1_kernels, relu_kernels, cosine_kernels,
+    power_kernels;
+extern const denominator_kernels softmax_kernels, norm_kernels, rmsnorm_kernels, layernorm_kernels, length_kernels,
+    identity_kernels;
+
+// The kernels of a configuration through its rows' factories (the score
+// kernel is null for feature maps and vice versa).
 template <class T>
 std::unique_ptr<score_kernel<T>> make_score_kernel(const attention_config& cfg);
 template <class T>

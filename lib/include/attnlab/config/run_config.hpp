@@ -6,8 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "attnlab/attention/variant_table.hpp"  // numerator_kind, denominator_kind (a leaf header)
-#include "attnlab/tasks/task_table.hpp"  // task_kind, the task sizes model_vocab_size .. max_seq_len (a leaf header)
+#include "attnlab/config/kinds.hpp"  // numerator_kind, denominator_kind, task_kind
 
 namespace attnlab {
 
@@ -69,7 +68,7 @@ struct model_config {
 
 struct attention_config {
     numerator_kind numerator = numerator_kind::exp;
-    int order = 0;                // taylor only (n >= 1)
+    int order = 0;                // numerators that take one (taylor, power): n >= 1
     std::optional<double> clamp;  // score kernels only: s -> min(s, clamp)
     denominator_kind denominator = denominator_kind::softmax;
     bool in_gate = false;
@@ -100,14 +99,24 @@ struct run_config {
     train_config train;
 };
 
-// Names of enum values as they are written in YAML (task_kind's: task_table.hpp).
+// Names of enum values as they are written in YAML (numerator_kind's and
+// denominator_kind's: attention/variant_table.hpp; task_kind's:
+// tasks/task_table.hpp).
 const char* to_string(position_kind v);
 const char* to_string(mlp_kind v);
 const char* to_string(schedule_kind v);
 const char* to_string(parallel_form v);
 
-// The task sizes (model_vocab_size, train_seq_len, test_seq_len, max_seq_len)
-// are declared in tasks/task_table.hpp, included above.
+// Derived task sizes every module agrees on (the model is sized from them
+// without knowing tasks; run_config.cpp, one case per task_kind).
+int model_vocab_size(const task_config& t);  // copy: vocab + 2 (pad 0, SEP vocab+1); text: 256; others: vocab
+// Input length T of training batches: copy 2 max_len, lookup seq_len,
+// selective_copy noise_len + 2 n_tokens, induction seq_len + 1, text seq_len.
+int train_seq_len(const task_config& t);
+int test_seq_len(const task_config& t);  // input length T of the test set (copy:
+                                         // 2 test_max_len)
+int max_seq_len(const task_config& t);   // longest input (sizes the learned position table)
+
 int resolved_mlp_hidden(const model_config& m);
 int resolved_val_examples(const task_config& t);  // val_examples, or test_examples when unset (0)
 

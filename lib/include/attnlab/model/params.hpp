@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attnlab/config/run_config.hpp"
+#include "attnlab/io/safetensors.hpp"  // tensor_list
 
 namespace attnlab {
 
@@ -35,6 +36,8 @@ public:
     const std::vector<param_tensor>& tensors() const { return tensors_; }
     std::size_t total() const { return total_; }
     const param_tensor& find(const std::string& name) const;  // throws std::out_of_range
+    // The tensors as the checkpoint file stores them (io/safetensors.hpp).
+    tensor_list named_tensors() const;
 
 private:
     std::vector<param_tensor> tensors_;

@@ -8,7 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include "attnlab/attention/variant_table.hpp"  // the variants' YAML names
 #include "attnlab/config/run_config.hpp"
+#include "attnlab/tasks/task_table.hpp"  // the tasks' YAML names
 
 namespace attnlab {
 

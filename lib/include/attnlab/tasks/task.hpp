@@ -11,10 +11,11 @@
 #include <vector>
 
 #include "attnlab/config/run_config.hpp"
+#include "attnlab/tasks/task_table.hpp"
 
 namespace attnlab {
 
-inline constexpr std::int32_t no_target = -1;
+// no_target, the target of a position that is not an answer: config/kinds.hpp.
 
 // Stream tags for derive_seed: the training stream, the test set and the
 // validation set of one run seed are drawn from these disjoint streams

@@ -1,25 +1,18 @@
 // The synthetic tasks as one table: a row per task with its YAML name, the
-// task.* keys only it reads, its sizes (model vocabulary, train and test
-// input lengths), the defaults it derives from other keys and its rules
-// between keys. The spec loader (conditions, rules, derived defaults), the
-// generators (their preconditions) and every module that sizes a model read
-// a row instead of switching on the kind, so a new task is a new enum value,
-// a new row in task_table.cpp and its generator in tasks/.
-//
-// This header depends on nothing else in attnlab: the run configuration
-// (config/run_config.hpp, the lowest layer) includes it for task_kind, and
-// so sees the size functions below; task_config is only declared here.
+// task.* keys only it reads, the defaults it derives from other keys and its
+// rules between keys. The spec loader (conditions, rules, derived defaults)
+// and the generators (their preconditions) read a row instead of switching
+// on the kind, so a new task is a new enum value (config/kinds.hpp), its
+// sizes (model vocabulary, train and test input lengths: config/run_config.cpp,
+// which the model is sized from without knowing tasks), a new row in
+// task_table.cpp and its generator in tasks/.
 #pragma once
 #include <string>
 #include <vector>
 
+#include "attnlab/config/run_config.hpp"
+
 namespace attnlab {
-
-enum class task_kind { copy, lookup, selective_copy, induction, text };
-
-inline constexpr int task_count = 5;
-
-struct task_config;
 
 // A constraint between keys of one task. `keys` are the spec keys involved
 // (the loader blames the one given at the most specific level, the first
@@ -31,14 +24,11 @@ struct task_rule {
 
 struct task_traits {
     task_kind kind;
-    const char* name;               // the YAML value of task.kind
-    std::vector<std::string> keys;  // the task.* keys it reads besides test_/val_/train_examples
-    int (*model_vocab_size)(const task_config& t);
-    int (*train_seq_len)(const task_config& t);  // input length T of training batches
-    int (*test_seq_len)(const task_config& t);   // input length T of the test set
-    void (*fill_defaults)(task_config& t);       // defaults that depend on other keys (copy's lengths)
-    std::vector<task_rule> rules;                // in the order they are checked
-    const char* summary;                         // one line: what an example is
+    const char* name;                       // the YAML value of task.kind
+    std::vector<std::string> keys;          // the task.* keys it reads besides test_/val_/train_examples
+    void (*fill_defaults)(task_config& t);  // defaults that depend on other keys (copy's lengths)
+    std::vector<task_rule> rules;           // in the order they are checked
+    const char* summary;                    // one line: what an example is
     // Whether seq_acc (every answer of an example right) means anything; when
     // not (text: every position is an answer), it is NaN and written as an empty cell.
     bool sequence_accuracy = true;
@@ -51,14 +41,6 @@ const std::vector<task_traits>& task_rows();
 
 // The YAML name ("?" for a value outside the enum).
 const char* to_string(task_kind k);
-
-// Derived sizes every module agrees on (they read the task's row).
-int model_vocab_size(const task_config& t);  // copy: vocab + 2 (pad 0, SEP vocab+1); text: 256; others: vocab
-// Input length T of training batches: copy 2 max_len, lookup seq_len,
-// selective_copy noise_len + 2 n_tokens, induction seq_len + 1, text seq_len.
-int train_seq_len(const task_config& t);
-int test_seq_len(const task_config& t);  // input length T of the test set (copy: 2 test_max_len)
-int max_seq_len(const task_config& t);   // longest input (sizes the learned position table)
 
 // The message of the first broken rule of the task, "" when all hold.
 std::string broken_task_rule(const task_config& t);
