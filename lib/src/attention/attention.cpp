@@ -189,7 +189,7 @@ void attention_layer<T>::forward_heads(T* out, attention_cache<T>& cache, const 
                                        int bh_begin, int bh_end, attention_scratch<T>& scratch) const {
     const int NH = NH_, HS = HS_, C = NH * HS;
     const bool need_z = needs_weight_sum_;
-    const bool chunked = choose_form(cfg_, Tn, HS) == parallel_form::chunked;
+    const bool chunked = form_at(Tn) == parallel_form::chunked;
     scratch.resize(attention_scratch_size_of(cfg_, Tn, HS));
     for (int bh = bh_begin; bh < bh_end; ++bh) {
         const int b = bh / NH, h = bh % NH;
@@ -307,7 +307,7 @@ void attention_layer<T>::backward_heads(const attention_grads<T>& grads, const T
     const int NH = NH_, HS = HS_, C = NH * HS;
     const int P = denominator_param_count();
     const bool need_z = needs_weight_sum_;
-    const bool chunked = choose_form(cfg_, Tn, HS) == parallel_form::chunked;
+    const bool chunked = form_at(Tn) == parallel_form::chunked;
     scratch.resize(attention_scratch_size_of(cfg_, Tn, HS));
     for (int bh = bh_begin; bh < bh_end; ++bh) {
         const int b = bh / NH, h = bh % NH;

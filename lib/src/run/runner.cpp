@@ -284,10 +284,11 @@ attempt sweep_runner::train_one(std::size_t i, bool wait) {
         write_file_atomic(dir + "/metrics.csv", csv_line(metrics_csv_columns()));
     }
     metrics_file metrics(dir + "/metrics.csv");
-    spdlog::info("{} attention in the {} form{}", tg, to_string(training_attention_form(point.config)),
-                 point.config.attention.form == parallel_form::automatic ? " (attention.form auto)" : "");
-
     train_callbacks cb;
+    cb.on_attention_form = [&](parallel_form form) {
+        spdlog::info("{} attention in the {} form{}", tg, to_string(form),
+                     point.config.attention.form == parallel_form::automatic ? " (attention.form auto)" : "");
+    };
     cb.stop = stop_;
     double last_train_loss = NAN, last_train_acc = NAN, last_tps = NAN, last_val_loss = NAN, last_val_acc = NAN;
     cb.on_row = [&](const metrics_row& r) {

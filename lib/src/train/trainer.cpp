@@ -7,7 +7,6 @@
 #include <omp.h>
 #include <stdexcept>
 
-#include "attnlab/attention/chunked.hpp"
 #include "attnlab/model/make_model.hpp"
 #include "attnlab/train/optimizer.hpp"
 #include "attnlab/util/subnormals.hpp"
@@ -62,10 +61,6 @@ double seconds_since(clock_type::time_point t0) {
 }
 
 }  // namespace
-
-parallel_form training_attention_form(const run_config& cfg) {
-    return choose_form(cfg.attention, train_seq_len(cfg.task), cfg.model.d_model / cfg.model.heads);
-}
 
 void record_evaluation(run_result& r, int step, const eval_metrics& val, const eval_metrics& test) {
     const bool better = val.loss < r.best_val.loss || (std::isnan(r.best_val.loss) && !std::isnan(val.loss));
@@ -142,7 +137,9 @@ run_result train_run(const run_config& cfg, const train_callbacks& cb, const tra
         first_step = resume->step + 1;
     }
     res.params = model.params.size();
-    res.attention_form = to_string(training_attention_form(cfg));
+    const parallel_form form = model.parallel_form_at(train_seq_len(cfg.task));
+    res.attention_form = to_string(form);
+    if (cb.on_attention_form) cb.on_attention_form(form);
     auto elapsed = [&] { return elapsed0 + seconds_since(t0); };
     auto emit = [&](const metrics_row& r) {
         if (cb.on_row) cb.on_row(r);

@@ -117,6 +117,9 @@ public:
     bool has_in_gate() const { return in_gate_; }
     bool has_out_gate() const { return out_gate_; }
     void init_cache(attention_cache<T>& cache, int B, int T_cap) const;
+    // The form forward_heads and backward_heads compute sequences of Tn
+    // tokens in: attention.form, or for `auto` the cheaper by choose_form.
+    parallel_form form_at(int Tn) const { return choose_form(cfg_, Tn, HS_); }
 
     // out (N, C) <- attention of the inputs.
     void forward(T* out, attention_cache<T>& cache, const attention_inputs<T>& in, int B, int Tn) const;

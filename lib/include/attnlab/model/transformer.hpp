@@ -10,8 +10,11 @@
 // each open ONE OpenMP region in which thread s runs the whole model on its
 // shard of the batch (whole sequences, rows [b0 T, b1 T)) with serial
 // kernels; a backward gives threads 1.. their own gradient buffer and sums
-// them into grads in a fixed order. Results are the same for the same thread count; another
-// thread count sums in another order (last bits differ).
+// them into grads in a fixed order. Results are the same for the same thread
+// count; another thread count sums in another order (last bits differ). Two
+// files: transformer.cpp has the maths of one shard, forward then backward, top
+// to bottom; transformer_parallel.cpp the machinery around it (shards,
+// micro-batches, the gradient sum, buffers, weight cache, timers).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -54,6 +57,10 @@ public:
     // evaluation only (backward() refuses it).
     void set_attention_form(attention_form form, state_layout layout = state_layout::symmetric);
     attention_form form() const { return recurrent_ ? attention_form::recurrent : attention_form::parallel; }
+    // How the parallel form computes attention over sequences of Tn tokens
+    // (quadratic or chunked: attention.form, or the cheaper for `auto`), as
+    // forward() does it: what a run reports, nobody recomputes it.
+    parallel_form parallel_form_at(int Tn) const;
 
     // Sizes the activation buffers for batches of up to B x T.
     void reserve(int B, int Tn);
@@ -106,6 +113,9 @@ public:
     const T* keys(int layer) const { return acts_.at(layer).k.data(); }
 
 private:
+    // ---- the parallel machinery (transformer_parallel.cpp)
+    // The transposed-weight cache and the op timers, from the constructor.
+    void init_parallel();
     // One thread's part of the batch: sequences [b0, b1), answer rows [a0, a1).
     struct shard {
         int b0 = 0, b1 = 0, a0 = 0, a1 = 0;
@@ -116,10 +126,12 @@ private:
     // Sequences [b0, b1) with their answer rows.
     shard shard_of(int b0, int b1) const;
     T mean_loss() const;
-    void forward_shard(const shard& sh, attention_scratch<T>& scratch, bool timed);
-    void backward_shard(const shard& sh, T* grad, attention_scratch<T>& scratch, bool timed);
     // Adds the other threads' gradient buffers into grads (fixed order).
     void reduce_shard_grads();
+
+    // ---- the maths of one shard (transformer.cpp)
+    void forward_shard(const shard& sh, attention_scratch<T>& scratch, bool timed);
+    void backward_shard(const shard& sh, T* grad, attention_scratch<T>& scratch, bool timed);
 
     enum op_kind { op_embed, op_norm, op_qkv, op_attention, op_out_proj, op_mlp, op_head, op_kinds };
     op_times times_;

@@ -57,14 +57,11 @@ struct run_result {
     // models), for scale; set by train_run, not part of a resume state.
     std::optional<baseline_losses> baselines;
     // The form training computed attention in at its sequence length
-    // (quadratic or chunked; attention.form auto chooses); "" when unknown
-    // (result.yaml written before the chunked form existed).
+    // (quadratic or chunked; attention.form auto chooses), as the model
+    // reports it; "" when unknown (result.yaml written before the chunked form
+    // existed).
     std::string attention_form;
 };
-
-// The form the attention of training batches is computed in: attention.form,
-// or what `auto` chooses at the training sequence length (attention/chunked.hpp).
-parallel_form training_attention_form(const run_config& cfg);
 
 // Records the evaluation at `step` (evaluations come in step order, the first
 // at step 0): it becomes the final one, and the best one when its validation
@@ -112,6 +109,9 @@ struct train_callbacks {
     // (status ok; not for diverged or interrupted runs), after the last
     // metrics row: where the parameters go (a checkpoint) is the caller's business.
     std::function<void(const transformer<float>&)> on_finished = {};
+    // Called once before the first step with the form the model computes
+    // the attention of training batches in (transformer::parallel_form_at).
+    std::function<void(parallel_form)> on_attention_form = {};
     // Receives the state of the run between two steps: when `stop` ends it,
     // and, if save_every_s > 0, after the first step that ends at least
     // save_every_s seconds after the last save (periodic saves, so that a
