@@ -26,7 +26,7 @@ is >= MIN_ABS_Z; when none is, it takes the best one and reports the case as
 "ill-conditioned", comparing it at the float tolerance for the double dump
 and at ILL_FLOAT_TOL for the float dump.
 
-Usage: crosscheck.py --dump PATH/attnlab_crosscheck_dump [--only SUBSTR] [--keep DIR]
+Usage: crosscheck.py --dump PATH/attnlab_crosscheck_dump [--only SUBSTR] [--keep DIR] [--count]
 (or ATTNLAB_CROSSCHECK_DUMP=PATH). Prints one line per case and ends with
 "N passed, M failed"; exits 1 on any failure.
 """
@@ -357,6 +357,8 @@ def main() -> int:
                     help="path of attnlab_crosscheck_dump (default: $ATTNLAB_CROSSCHECK_DUMP)")
     ap.add_argument("--only", default=None, help="run only the cases whose name contains this")
     ap.add_argument("--keep", default=None, help="write the dumps under this directory and keep them")
+    ap.add_argument("--count", action="store_true",
+                    help="print the number of cases and exit (the docs check compares the docs' count with it)")
     args = ap.parse_args()
     if not args.dump or not os.access(args.dump, os.X_OK):
         print(f"crosscheck: FAILED: dump program not found or not executable: {args.dump!r} "
@@ -364,6 +366,9 @@ def main() -> int:
         return 1
     torch.set_num_threads(1)  # tiny tensors: threads cost more than they save
     load_variants(args.dump)
+    if args.count:
+        print(len(cases()))
+        return 0
     todo = [c for c in cases() if args.only is None or args.only in c[0]]
     print(f"attnlab vs PyTorch {torch.__version__} float64: {len(todo)} cases; "
           f"tolerances: double dump {TOL_DOUBLE:.0e}, float dump {TOL_FLOAT:.0e} "
