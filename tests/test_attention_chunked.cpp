@@ -23,6 +23,7 @@
 #include "attnlab/train/trainer.hpp"
 #include "attnlab/util/error.hpp"
 #include "support/attention_check.hpp"
+#include "support/tiny_config.hpp"
 #include "support/variant_cases.hpp"
 
 using namespace attnlab;
@@ -226,22 +227,19 @@ TEST_CASE("chunked form: the same bits twice with the same threads", "[attention
     CHECK(same_bits(first.dout_gate, second.dout_gate));
 }
 
-TEST_CASE("a model trained a few steps in the chunked and the quadratic form: the same losses in float",
-          "[attention][chunked][model]") {
-    run_config c;
-    c.seed = 4;
-    c.task.kind = task_kind::lookup;
-    c.task.vocab = 40;
-    c.task.seq_len = 36;
-    c.task.pairs = 4;
-    c.task.test_examples = 16;
-    c.model.layers = 2;
-    c.model.d_model = 16;
-    c.model.heads = 2;
-    c.train.steps = 6;
-    c.train.batch = 4;
-    c.train.warmup = 1;
-    c.train.eval_every = 3;
+TEST_CASE(
+    "a model trained a few steps in the chunked and the quadratic form: "
+    "the same losses in float",
+    "[attention][chunked][model]") {
+    const run_config c = tiny_config({.seed = 4,
+                                      .vocab = 40,
+                                      .seq_len = 36,
+                                      .pairs = 4,
+                                      .layers = 2,
+                                      .steps = 6,
+                                      .batch = 4,
+                                      .warmup = 1,
+                                      .eval_every = 3});
     std::vector<attention_config> cases = {variant_config(numerator_kind::elu1, denominator_kind::softmax),
                                            variant_config(numerator_kind::taylor, denominator_kind::norm, 2),
                                            variant_config(numerator_kind::power, denominator_kind::rmsnorm, 2)};
@@ -363,16 +361,7 @@ TEST_CASE("result.yaml: attention_form written, read, and absent in older files"
 }
 
 TEST_CASE("memory estimate: the chunked form's per-thread scratch, counted by hand", "[memory_estimate][chunked]") {
-    run_config c;
-    c.task.kind = task_kind::lookup;
-    c.task.vocab = 16;
-    c.task.seq_len = 8;
-    c.task.pairs = 2;
-    c.task.test_examples = 16;
-    c.model.layers = 1;
-    c.model.d_model = 16;
-    c.model.heads = 2;  // HS 8
-    c.train.batch = 4;
+    run_config c = tiny_config({.batch = 4});  // 2 heads of HS 8
     c.attention =
         in_form(variant_config(numerator_kind::taylor, denominator_kind::softmax, 2), parallel_form::quadratic, 4);
     const memory_estimate quadratic = estimate_training_memory(c, 1);

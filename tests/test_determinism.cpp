@@ -18,6 +18,7 @@
 #include "attnlab/train/trainer.hpp"
 #include "attnlab/util/error.hpp"
 #include "support/process_support.hpp"
+#include "support/tiny_config.hpp"
 
 using namespace attnlab;
 using namespace attnlab::test;
@@ -69,22 +70,8 @@ TEST_CASE("the same spec, seed and thread count give the same metrics and checkp
 
 namespace {
 
-run_config tiny_config() {
-    run_config c;
-    c.seed = 5;
-    c.task.kind = task_kind::lookup;
-    c.task.vocab = 16;
-    c.task.seq_len = 8;
-    c.task.pairs = 2;
-    c.task.test_examples = 16;
-    c.model.layers = 1;
-    c.model.d_model = 16;
-    c.model.heads = 2;
-    c.train.steps = 60;
-    c.train.batch = 4;
-    c.train.warmup = 3;
-    c.train.eval_every = 20;
-    return c;
+run_config determinism_config() {
+    return tiny_config({.seed = 5, .steps = 60, .batch = 4, .warmup = 3, .eval_every = 20});
 }
 
 // Metrics rows without their timings, as text (an empty cell where a value does not apply).
@@ -126,8 +113,9 @@ recorded train(const run_config& cfg, const train_state* resume, bool save_every
 TEST_CASE("a run resumed from its state after any step equals the run that never stopped", "[determinism]") {
     const one_thread threads;
     for (const auto num : {numerator_kind::exp, numerator_kind::linear}) {
-        run_config cfg = tiny_config();
-        cfg.attention.numerator = num;  // linear/softmax: counts non-positive softmax sums, carried over too
+        run_config cfg = determinism_config();
+        cfg.attention.numerator = num;  // linear/softmax: counts non-positive
+                                        // softmax sums, carried over too
         INFO(to_string(num));
         const recorded full = train(cfg, nullptr, true);
         REQUIRE(full.result.status == run_status::ok);
@@ -164,7 +152,7 @@ TEST_CASE("a run resumed from its state after any step equals the run that never
 
 TEST_CASE("resume states: damaged, truncated or foreign files are refused with the file named", "[determinism]") {
     const one_thread threads;
-    const run_config cfg = tiny_config();
+    const run_config cfg = determinism_config();
     const recorded full = train(cfg, nullptr, true);
     const train_state& st = full.states.at(10);
     const std::string bytes = train_state_encode(st, "config A\n");

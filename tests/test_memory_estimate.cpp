@@ -12,6 +12,7 @@
 #include "attnlab/train/memory_estimate.hpp"
 #include "attnlab/util/error.hpp"
 #include "support/process_support.hpp"
+#include "support/tiny_config.hpp"
 #include "support/variant_cases.hpp"
 
 using namespace attnlab;
@@ -20,21 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-run_config small_config() {
-    run_config c;
-    c.task.kind = task_kind::lookup;
-    c.task.vocab = 16;
-    c.task.seq_len = 8;
-    c.task.pairs = 2;
-    c.task.test_examples = 16;
-    c.model.layers = 1;
-    c.model.d_model = 16;
-    c.model.heads = 2;
-    c.model.mlp = mlp_kind::swiglu;
-    c.model.position = position_kind::rope;
-    c.train.batch = 4;
-    return c;
-}
+run_config small_config() { return tiny_config({.batch = 4}); }  // swiglu, rope
 
 std::size_t model_params(const run_config& c) { return make_model<float>(c).params.size(); }
 

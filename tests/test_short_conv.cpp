@@ -16,6 +16,7 @@
 #include "attnlab/train/trainer.hpp"
 #include "attnlab/util/error.hpp"
 #include "support/model_check.hpp"
+#include "support/tiny_config.hpp"
 #include "support/variant_cases.hpp"
 
 using namespace attnlab;
@@ -257,19 +258,17 @@ TEST_CASE("lookup 64 tokens / 8 pairs: short_conv 3 learns it in 400 steps, the 
     // The setting where exp/softmax without the convolution stays on the
     // plateau of guessing among the context's values (about 0.14; measured:
     // 0.142 after 1500 steps), docs/model.md "Short convolution". With it,
-    // seeds 0, 1, 2 reach test token accuracy 1.0 in 400 steps (about 10 s on one thread).
-    run_config c;
-    c.task.kind = task_kind::lookup;
-    c.task.vocab = 128;  // lookup needs vocab > seq_len
-    c.task.seq_len = 64;
-    c.task.pairs = 8;
-    c.task.test_examples = 256;
-    c.model.layers = 2;
-    c.model.d_model = 64;
-    c.model.heads = 2;
-    c.train.steps = 400;
-    c.train.lr = 3e-3;
-    c.train.eval_every = 400;
+    // seeds 0, 1, 2 reach test token accuracy 1.0 in 400 steps (about 10 s on one
+    // thread).
+    const run_config c = tiny_config({.vocab = 128,  // lookup needs vocab > seq_len
+                                      .seq_len = 64,
+                                      .pairs = 8,
+                                      .test_examples = 256,
+                                      .layers = 2,
+                                      .d_model = 64,
+                                      .steps = 400,
+                                      .lr = 3e-3,
+                                      .eval_every = 400});
     auto test_acc = [&](int short_conv) {
         run_config rc = c;
         rc.model.short_conv = short_conv;

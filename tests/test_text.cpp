@@ -24,6 +24,7 @@
 #include "attnlab/train/trainer.hpp"
 #include "attnlab/util/error.hpp"
 #include "support/process_support.hpp"
+#include "support/tiny_config.hpp"
 
 using namespace attnlab;
 using namespace attnlab::test;
@@ -486,18 +487,10 @@ TEST_CASE("text: the memory estimate holds the file and only the evaluation wind
 }
 
 TEST_CASE("text: a tiny model learns more than the unigram statistics of the fixture", "[text][learning]") {
-    run_config cfg;
-    cfg.seed = 0;
+    run_config cfg =
+        tiny_config({.d_model = 32, .steps = 300, .batch = 16, .lr = 1e-2, .warmup = 20, .eval_every = 300});
     cfg.task = text_config(fixture, 32, 0.05, 32);
-    cfg.model.layers = 1;
-    cfg.model.d_model = 32;
-    cfg.model.heads = 2;
     cfg.model.mlp_hidden = resolved_mlp_hidden(cfg.model);
-    cfg.train.steps = 300;
-    cfg.train.batch = 16;
-    cfg.train.lr = 1e-2;
-    cfg.train.warmup = 20;
-    cfg.train.eval_every = 300;
     const run_result r = train_run(cfg, {});
     REQUIRE(r.status == run_status::ok);
     REQUIRE(r.baselines);

@@ -9,6 +9,7 @@
 #include "attnlab/train/trainer.hpp"
 #include "attnlab/util/subnormals.hpp"
 #include "support/model_check.hpp"
+#include "support/tiny_config.hpp"
 
 using namespace attnlab;
 
@@ -79,22 +80,16 @@ TEST_CASE("evaluate: token accuracy per example then averaged, sequence accuracy
 
 namespace {
 run_config micro_lookup(int steps) {
-    run_config c;
-    c.seed = 0;
-    c.task.kind = task_kind::lookup;
-    c.task.vocab = 32;
-    c.task.seq_len = 16;
-    c.task.pairs = 2;
-    c.task.test_examples = 256;
-    c.model.layers = 2;
-    c.model.d_model = 32;
-    c.model.heads = 2;
-    c.train.steps = steps;
-    c.train.batch = 32;
-    c.train.lr = 3e-3;
-    c.train.warmup = 50;
-    c.train.eval_every = 100;
-    return c;
+    return test::tiny_config({.vocab = 32,
+                              .seq_len = 16,
+                              .test_examples = 256,
+                              .layers = 2,
+                              .d_model = 32,
+                              .steps = steps,
+                              .batch = 32,
+                              .lr = 3e-3,
+                              .warmup = 50,
+                              .eval_every = 100});
 }
 }  // namespace
 
