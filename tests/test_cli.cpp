@@ -544,7 +544,8 @@ TEST_CASE_METHOD(tiny_spec_dir, "attnlab run records a diverging run and goes on
     CHECK(count_of(again.err, "already done (diverged), skipped") == 2);
 }
 
-TEST_CASE("attnlab run stops on SIGINT with exit code 130 and keeps finished runs", "[cli][slow]") {
+// [sanitized]: one of the slow tests the sanitized build runs too (signal handling and shutdown).
+TEST_CASE("attnlab run stops on SIGINT with exit code 130 and keeps finished runs", "[cli][slow][sanitized]") {
     temp_dir dir;
     const fs::path spec = dir / "long.yaml";
     // The first run finishes at once; the second would take hours.
