@@ -441,38 +441,36 @@ const denominator_kernels length_kernels{make_plain_denominator<length_denominat
 const denominator_kernels identity_kernels{make_plain_denominator<identity_denominator, float>,
                                            make_plain_denominator<identity_denominator, double>};
 
+namespace {
+// The float or the double factory of a pair.
+template <class T, class F, class D>
+auto factory_for(F for_float, D for_double) {
+    if constexpr (std::is_same_v<T, float>)
+        return for_float;
+    else
+        return for_double;
+}
+}  // namespace
+
 // The kernel of a row, or null when the row's family has none of this kind.
 template <class T>
 std::unique_ptr<score_kernel<T>> make_score_kernel(const attention_config& cfg) {
     const numerator_kernels& k = *traits_of(cfg.numerator).kernels;
-    const auto make = [&] {
-        if constexpr (std::is_same_v<T, float>)
-            return k.score_float;
-        else
-            return k.score_double;
-    }();
+    const auto make = factory_for<T>(k.score_float, k.score_double);
     return make ? make(cfg) : nullptr;
 }
 
 template <class T>
 std::unique_ptr<feature_map<T>> make_feature_map(const attention_config& cfg) {
     const numerator_kernels& k = *traits_of(cfg.numerator).kernels;
-    const auto make = [&] {
-        if constexpr (std::is_same_v<T, float>)
-            return k.map_float;
-        else
-            return k.map_double;
-    }();
+    const auto make = factory_for<T>(k.map_float, k.map_double);
     return make ? make(cfg) : nullptr;
 }
 
 template <class T>
 std::unique_ptr<denominator<T>> make_denominator(const attention_config& cfg) {
     const denominator_kernels& k = *traits_of(cfg.denominator).kernels;
-    if constexpr (std::is_same_v<T, float>)
-        return k.make_float(cfg);
-    else
-        return k.make_double(cfg);
+    return factory_for<T>(k.make_float, k.make_double)(cfg);
 }
 
 #define ATTNLAB_INSTANTIATE_VARIANTS(T)                                                      \
