@@ -183,21 +183,21 @@ TEST_CASE("safetensors: a file written by another tool (other order, whitespace,
 
 namespace {
 
-using tensor_list = std::vector<std::pair<std::string, std::vector<int>>>;
+using name_shape_list = std::vector<std::pair<std::string, std::vector<int>>>;
 
 // The tensors of a 2-block model of width D with exact softmax attention, in
 // layout order: `inputs` (embedding, positions), then per block its norms,
 // q, k, v, o and the `mlp` tensors, then the final norm and the head.
-tensor_list two_block_tensors(int V, int D, const tensor_list& inputs, const tensor_list& mlp) {
-    tensor_list all = inputs;
+name_shape_list two_block_tensors(int V, int D, const name_shape_list& inputs, const name_shape_list& mlp) {
+    name_shape_list all = inputs;
     for (int i = 0; i < 2; ++i) {
         const std::string b = "blocks." + std::to_string(i) + ".";
-        for (const auto& [name, shape] : tensor_list{{"attn_norm.weight", {D}},
-                                                     {"attn.q.weight", {D, D}},
-                                                     {"attn.k.weight", {D, D}},
-                                                     {"attn.v.weight", {D, D}},
-                                                     {"attn.o.weight", {D, D}},
-                                                     {"mlp_norm.weight", {D}}})
+        for (const auto& [name, shape] : name_shape_list{{"attn_norm.weight", {D}},
+                                                         {"attn.q.weight", {D, D}},
+                                                         {"attn.k.weight", {D, D}},
+                                                         {"attn.v.weight", {D, D}},
+                                                         {"attn.o.weight", {D, D}},
+                                                         {"mlp_norm.weight", {D}}})
             all.emplace_back(b + name, shape);
         for (const auto& [name, shape] : mlp) all.emplace_back(b + name, shape);
     }
@@ -211,7 +211,7 @@ tensor_list two_block_tensors(int V, int D, const tensor_list& inputs, const ten
 TEST_CASE("checkpoint: round trip of a model with learned positions and a gelu MLP, documented names", "[checkpoint]") {
     ckpt_temp_dir dir("gelu");
     const int V = 10, T = 12, D = 16, F = 64;  // gelu hidden 4 D
-    const tensor_list expected = two_block_tensors(
+    const name_shape_list expected = two_block_tensors(
         V, D, {{"embed.weight", {V, D}}, {"pos.weight", {T, D}}},
         {{"mlp.up.weight", {F, D}}, {"mlp.up.bias", {F}}, {"mlp.down.weight", {D, F}}, {"mlp.down.bias", {D}}});
     check_round_trip(small_model(2, 16, mlp_kind::gelu, position_kind::learned), attention_config{}, V, T, expected,
@@ -221,7 +221,7 @@ TEST_CASE("checkpoint: round trip of a model with learned positions and a gelu M
 TEST_CASE("checkpoint: round trip of a model with rope and a swiglu MLP, documented names", "[checkpoint]") {
     ckpt_temp_dir dir("swiglu");
     const int V = 10, T = 12, D = 16, F = 48;  // swiglu hidden: 8/3 D rounded up to a multiple of 8
-    const tensor_list expected =
+    const name_shape_list expected =
         two_block_tensors(V, D, {{"embed.weight", {V, D}}},
                           {{"mlp.gate.weight", {F, D}}, {"mlp.up.weight", {F, D}}, {"mlp.down.weight", {D, F}}});
     check_round_trip(small_model(2, 16, mlp_kind::swiglu, position_kind::rope), attention_config{}, V, T, expected,
@@ -393,7 +393,7 @@ TEST_CASE("safetensors: a missing, extra or misshapen tensor against the model's
     param_layout big, small;
     big.add("blocks.0.attn.q.weight", {64, 64}, param_init::normal, true);
     small.add("blocks.0.attn.q.weight", {32, 32}, param_init::normal, true);
-    CHECK(read_error(path, safetensors_encode(big, std::vector<float>(big.total())), small) ==
+    CHECK(read_error(path, safetensors_encode(big.named_tensors(), std::vector<float>(big.total())), small) ==
           path + ": blocks.0.attn.q.weight: shape [64, 64] in file, model expects [32, 32]");
 }
 
