@@ -2,6 +2,7 @@
 #include "attnlab/run/metrics_csv.hpp"
 
 #include <charconv>
+#include <numeric>
 
 #include "attnlab/io/csv.hpp"
 #include "attnlab/io/files.hpp"
@@ -10,9 +11,15 @@
 namespace attnlab {
 
 // The val and test rows of step 0, then a train, a val and a test row at each
-// evaluation step.
+// evaluation step, and a train row at each other multiple of log_every.
 std::size_t metrics_rows_after(const train_config& tc, int step) {
-    return 2 + 3 * static_cast<std::size_t>(step / tc.eval_every);  // step < tc.steps
+    const std::size_t evaluations = static_cast<std::size_t>(step / tc.eval_every);  // step < tc.steps
+    std::size_t logged = 0;  // train rows at multiples of log_every that are not evaluation steps
+    if (tc.log_every > 0) {
+        const long both = std::lcm(static_cast<long>(tc.eval_every), static_cast<long>(tc.log_every));
+        logged = static_cast<std::size_t>(step / tc.log_every - step / both);
+    }
+    return 2 + 3 * evaluations + logged;
 }
 
 std::optional<std::size_t> metrics_prefix_up_to(const std::string& text, const std::string& path,

@@ -232,6 +232,8 @@ const std::vector<key_def>& schema() {
             number_key("train.weight_decay", FIELD(train.weight_decay)).at_least(0),
             number_key("train.clip", FIELD(train.clip)).at_least(0),
             int_key("train.eval_every", FIELD(train.eval_every)).at_least(1),
+            // Left out of config.yaml at 0, so runs from before the key keep their config.
+            written_unless_default(int_key("train.log_every", FIELD(train.log_every)).at_least(0)),
         };
     }();
     return keys;

@@ -210,7 +210,8 @@ run_result train_run(const run_config& cfg, const train_callbacks& cb, const tra
         grad_norm_sum += gnorm;
         ++window_steps;
 
-        if (step % tc.eval_every == 0 || step == tc.steps) {
+        const bool evaluates = step % tc.eval_every == 0 || step == tc.steps;
+        if (evaluates || (tc.log_every > 0 && step % tc.log_every == 0)) {
             metrics_row r;
             r.step = step;
             r.split = "train";
@@ -220,7 +221,7 @@ run_result train_run(const run_config& cfg, const train_callbacks& cb, const tra
             r.tokens_per_s = static_cast<double>(window_steps) * b.B * b.T / (window_s0 + seconds_since(window_t0));
             r.elapsed_s = elapsed();
             emit(r);
-            evaluation_rows(step, lr);
+            if (evaluates) evaluation_rows(step, lr);
             window = metrics_accumulator{};
             grad_norm_sum = 0;
             window_steps = 0;

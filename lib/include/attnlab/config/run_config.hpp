@@ -89,6 +89,9 @@ struct train_config {
     double weight_decay = 0.1;
     double clip = 1.0;  // global-norm clip; 0 disables
     int eval_every = 100;
+    // A `train` row of metrics.csv every log_every steps besides those of the
+    // evaluations (1: every step's loss, for loss_spikes); 0: at evaluations only.
+    int log_every = 0;
 };
 
 struct run_config {

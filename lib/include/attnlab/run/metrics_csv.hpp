@@ -15,7 +15,7 @@ inline const std::vector<std::string> metrics_header = {"step", "split",     "lo
 
 // Rows of metrics.csv a run has written after `step` of its steps: the val
 // and test rows of step 0, then a train, a val and a test row at each
-// evaluation step.
+// evaluation step, and a train row at every other multiple of log_every.
 std::size_t metrics_rows_after(const train_config& tc, int step);
 
 // The length of the part of `text` (the contents of the metrics.csv at
