@@ -3,20 +3,25 @@
 // formatted as in metrics.csv, so they equal the run's last `test` row; for
 // the text task `test loss L token_acc A bits_per_byte B` instead, since
 // sequence accuracy does not apply to a language model.
-// --set changes test-time keys only (length generalisation: a copy run
-// scored on longer sequences); the memory guard refuses, before anything is
-// allocated, an evaluation that cannot fit (docs/outputs-policy.md).
+// --set changes test-time keys (length generalisation: a copy run scored on
+// longer sequences) and the attention variant when the checkpoint fits it
+// unchanged (a truncated exp); --truncate sweeps the order into a CSV and
+// --per-position writes the loss by position (analysis/: the work is there).
+// The memory guard refuses, before anything is allocated, an evaluation
+// that cannot fit (docs/outputs-policy.md).
 #include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <memory>
 #include <thread>
 
+#include "attnlab/analysis/per_position.hpp"
+#include "attnlab/analysis/truncation.hpp"
 #include "attnlab/io/csv.hpp"
+#include "attnlab/io/files.hpp"
 #include "attnlab/train/inference_memory.hpp"
 #include "attnlab/run/resources.hpp"
 #include "attnlab/run/runner.hpp"
-#include "attnlab/spec/did_you_mean.hpp"
 #include "attnlab/run/run_dir.hpp"
 #include "attnlab/util/error.hpp"
 #include "cli_values.hpp"
@@ -26,29 +31,11 @@ namespace attnlab::cli {
 
 namespace {
 
-// The keys eval --set may change: they choose the test set, not the model.
-const std::vector<std::string> test_time_keys = {"task.test_examples", "task.test_min_len", "task.test_max_len"};
-
-// The run's config with `overrides` ("key=value") applied through the spec
-// loader, so values are checked and refused in its words ("--set: ...").
-run_config with_test_overrides(const run_config& trained, const std::vector<std::string>& overrides,
-                               const std::string& label) {
-    if (overrides.empty()) return trained;
-    for (const std::string& o : overrides) {
-        const std::string key = o.substr(0, o.find('='));
-        if (std::find(test_time_keys.begin(), test_time_keys.end(), key) == test_time_keys.end())
-            throw config_error("--set: " + key + ": not a test-time key" + did_you_mean(key, test_time_keys) +
-                               " (eval changes only " + either_of(test_time_keys) +
-                               "; other keys would change the trained model)");
-    }
-    std::string yaml = "name: eval\nbase:\n";
-    const std::string config = run_config_to_yaml(trained);
-    for (std::size_t at = 0; at < config.size();) {
-        const std::size_t end = std::min(config.find('\n', at), config.size());
-        yaml += "  " + config.substr(at, end - at) + "\n";
-        at = end + 1;
-    }
-    return parse_spec(yaml, label, overrides).base;
+// "test loss L token_acc A seq_acc S" (text: bits_per_byte B for seq_acc), as metrics.csv formats them.
+std::string metrics_line(const eval_metrics& m, const run_config& c) {
+    std::string line = "test loss " + format_number(m.loss) + " token_acc " + format_number(m.token_acc);
+    if (c.task.kind == task_kind::text) return line + " bits_per_byte " + format_number(m.loss / std::log(2.0));
+    return line + " seq_acc " + format_number(m.seq_acc);
 }
 
 std::string eval_memory_terms(const inference_memory& m) {
@@ -81,8 +68,31 @@ void add_eval(CLI::App& app, action& chosen) {
         ->type_name("symmetric|full");
     cmd->add_option("--set", *overrides,
                     "Change a test-time key (task.test_examples, task.test_min_len, task.test_max_len), e.g. --set "
-                    "task.test_max_len=64 to score longer copies")
+                    "task.test_max_len=64 to score longer copies, or the variant when the checkpoint fits it "
+                    "(attention.numerator, attention.order up to 64, attention.denominator), e.g. --set "
+                    "attention.numerator=taylor --set attention.order=4 to score an exp model cut to 4 orders")
         ->type_name("KEY=VALUE");
+    auto truncate = std::make_shared<std::string>();
+    auto truncate_with = std::make_shared<std::string>("taylor");
+    auto out = std::make_shared<std::string>();
+    auto per_position = std::make_shared<std::string>();
+    auto* truncate_opt =
+        cmd->add_option("--truncate", *truncate,
+                        "Score the model as trained, then with its numerator replaced by --truncate-with at each "
+                        "order, e.g. 1..16,24,32 (parallel form); writes --out")
+            ->type_name("ORDERS");
+    cmd->add_option("--truncate-with", *truncate_with, "The numerator of --truncate: taylor (default) or power")
+        ->check(one_of({"taylor", "power"}))
+        ->type_name("taylor|power")
+        ->needs(truncate_opt);
+    auto* out_opt = cmd->add_option("--out", *out, "The CSV --truncate writes (one row per order)")
+                        ->type_name("FILE.csv")
+                        ->needs(truncate_opt);
+    truncate_opt->needs(out_opt);
+    cmd->add_option("--per-position", *per_position,
+                    "Also write the mean test loss at each position of the evaluation windows to this CSV")
+        ->type_name("FILE.csv")
+        ->excludes(truncate_opt);
     cmd->add_option("--max-memory", *max_memory,
                     "Memory the evaluation may take (e.g. 4G, 512M); default: what the machine has available")
         ->type_name("SIZE");
@@ -93,22 +103,51 @@ void add_eval(CLI::App& app, action& chosen) {
             const memory_limit limit =
                 resolve_memory_limit(max_memory->empty() ? 0 : parse_size(*max_memory, "--max-memory"));
             const run_config trained = read_run_dir_config(*run_dir);
-            const run_config test = with_test_overrides(trained, *overrides, *run_dir + "/config.yaml");
+            const run_config test = evaluated_config(trained, *overrides, *run_dir + "/config.yaml");
+            const bool changed = variant_label(test.attention) != variant_label(trained.attention);
+            std::vector<int> orders;
+            if (!truncate->empty()) {
+                if (changed) throw config_error("--truncate: give the variant with --truncate-with, not --set");
+                if (f == attention_form::recurrent)
+                    throw config_error("--truncate: sweeps score the parallel form (drop --form recurrent)");
+                orders = parse_order_list(*truncate, "--truncate");
+            }
+            // Sized for the costliest variant scored (the highest order of a sweep).
+            run_config sized = test;
+            if (!orders.empty()) {
+                sized.attention.numerator = *truncate_with == "power" ? numerator_kind::power : numerator_kind::taylor;
+                sized.attention.order = orders.back();
+            }
             set_threads(*threads);
             const int cores = static_cast<int>(std::thread::hardware_concurrency());
-            const inference_memory need = estimate_eval_memory(test, *threads > 0 ? *threads : cores, f, l);
+            const inference_memory need = estimate_eval_memory(sized, *threads > 0 ? *threads : cores, f, l);
             require_memory(
                 "eval of " + *run_dir + " (" + *form + " form)", need.total(), eval_memory_terms(need), limit,
                 f == attention_form::recurrent
                     ? (l == state_layout::full ? "Use --form parallel or --layout symmetric, or set --max-memory"
                                                : "Use --form parallel, or set --max-memory")
                     : "Lower task.test_examples or the test lengths with --set, or set --max-memory");
+            if (!orders.empty()) {
+                const auto rows = truncation_sweep(*run_dir, trained, test, sized.attention.numerator, orders,
+                                                   [&](const truncation_row& r) {
+                                                       std::cout << variant_label(r.attention) << ": "
+                                                                 << metrics_line(r.m, test) << std::endl;
+                                                   });
+                write_file_atomic(*out, truncation_csv(trained, rows));
+                std::cout << "wrote " << *out << "\n";
+                return exit_ok;
+            }
             const eval_metrics m = evaluate_run_dir(*run_dir, trained, test, f, l);
-            std::cout << "test loss " << format_number(m.loss) << " token_acc " << format_number(m.token_acc);
-            if (test.task.kind == task_kind::text)
-                std::cout << " bits_per_byte " << format_number(m.loss / std::log(2.0)) << "\n";
-            else
-                std::cout << " seq_acc " << format_number(m.seq_acc) << "\n";
+            std::cout << metrics_line(m, test);
+            if (changed)
+                std::cout << " (evaluated as " << variant_label(test.attention) << ", trained as "
+                          << variant_label(trained.attention) << ")";
+            std::cout << "\n";
+            if (!per_position->empty()) {
+                const auto rows = per_position_run_dir(*run_dir, trained, test, f, l);
+                write_file_atomic(*per_position, per_position_csv(trained, test, rows));
+                std::cout << "wrote " << *per_position << "\n";
+            }
             return exit_ok;
         };
     });

@@ -1,0 +1,75 @@
+// Evaluating a trained model with another attention variant (attnlab eval
+// --set attention.numerator=taylor --set attention.order=N, and the sweep
+// attnlab eval --truncate ORDERS, docs/running.md). A model trained with exp
+// can be scored with its exp cut to the first n terms of its series (taylor
+// order n), to the order-n term alone (power) or to the first-order term
+// (linear): the same parameters, every other key as trained. Any variant
+// change is allowed exactly when the evaluated model has the same parameter
+// names and shapes as the trained one, so the checkpoint loads unchanged;
+// nothing new is computed: the variants' own kernels (attention/variants.hpp)
+// score the model.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "attnlab/config/run_config.hpp"
+#include "attnlab/train/trainer.hpp"
+
+namespace attnlab {
+
+// The keys eval --set may change: the test set's, then the attention's
+// numerator, order and denominator (when the parameters stay the same).
+const std::vector<std::string>& eval_test_keys();
+const std::vector<std::string>& eval_variant_keys();
+
+// Highest attention.order an evaluation takes (training's range stops at 20,
+// schema.cpp: a recurrent state of a higher order is out of reach, while the
+// parallel form costs the same at any order).
+inline constexpr int max_eval_order = 64;
+inline constexpr int max_train_order = 20;  // the spec loader's attention.order range
+
+// "exp/softmax", "taylor 4/softmax", "linear/norm", "exp clamp 5/softmax":
+// a variant as the eval output and files name it.
+std::string variant_label(const attention_config& a);
+
+// Why a model trained with `trained` cannot be scored as `evaluated`: the
+// first parameter tensor that is not in both or differs in shape, as
+// "blocks.0.attn.out_norm.weight (16) is in the evaluated model only"; ""
+// when both have the same tensors.
+std::string parameter_difference(const run_config& trained, const run_config& evaluated);
+
+// The run's config with eval's --set overrides ("key=value") applied through
+// the spec loader, so values are checked in its words ("--set: ..."). Throws
+// config_error for a key outside eval_test_keys and eval_variant_keys, or a
+// variant whose parameters differ from the trained model's (with the reason).
+// attention.order may go up to max_eval_order.
+run_config evaluated_config(const run_config& trained, const std::vector<std::string>& overrides,
+                            const std::string& label);
+
+// "1..16,24,32" -> 1, 2, ..., 16, 24, 32 (increasing, no repeats, each in
+// 1..max_eval_order). Throws config_error naming `option` and the bad part.
+std::vector<int> parse_order_list(const std::string& text, const std::string& option);
+
+// One row of a truncation sweep.
+struct truncation_row {
+    attention_config attention;  // the variant scored
+    eval_metrics m;              // on the test set
+};
+
+// Scores the finished run `run_dir` (trained with `trained`, its test set
+// from `test`: the trained config with eval's test-time keys) first as
+// trained, then with `numerator` at each of `orders` (parallel form).
+// `progress` is called after each row. Throws config_error when the
+// numerator takes no order or changes the parameters.
+std::vector<truncation_row> truncation_sweep(const std::string& run_dir, const run_config& trained,
+                                             const run_config& test, numerator_kind numerator,
+                                             const std::vector<int>& orders,
+                                             const std::function<void(const truncation_row&)>& progress = {});
+
+// The sweep as CSV: trained,evaluated,numerator,order,test_loss,bits_per_byte,
+// token_acc,seq_acc; order empty for a numerator without one, bits_per_byte
+// for text only, seq_acc empty for text.
+std::string truncation_csv(const run_config& trained, const std::vector<truncation_row>& rows);
+
+}  // namespace attnlab
