@@ -11,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "attnlab/analysis/loss_spikes.hpp"
 #include "attnlab/attention/recurrent.hpp"
 #include "attnlab/io/csv.hpp"
 #include "attnlab/io/files.hpp"
@@ -98,6 +99,7 @@ std::string summary_csv(const experiment_spec& spec, const std::vector<summary_e
     for (const char* h : {"steps", "wall_s", "params", "state_floats", "state_floats_full", "state_bytes",
                           "nonpositive_denominator_steps", "lr_selected", "reason"})
         header.emplace_back(h);
+    header.emplace_back("loss_spikes");
     const lr_selection lr = select_learning_rates(spec, entries);
     std::string out = csv_line(header);
     for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -125,6 +127,7 @@ std::string summary_csv(const experiment_spec& spec, const std::vector<summary_e
         row.push_back(std::to_string(r.nonpositive_denominator_steps));
         row.emplace_back(lr.swept ? (lr.selected[i] ? "true" : "false") : "");
         row.push_back(describe(r));
+        row.push_back(e.loss_spikes ? std::to_string(*e.loss_spikes) : "");  // empty, never 0, without a count
         out += csv_line(row);
     }
     return out;
@@ -168,7 +171,10 @@ std::string curves_csv(const experiment_spec& spec, const std::vector<summary_en
 }
 
 void write_summary_files(const std::string& dir, const std::string& runs_dir, const experiment_spec& spec,
-                         const std::vector<summary_entry>& entries) {
+                         const std::vector<summary_entry>& given) {
+    std::vector<summary_entry> entries = given;
+    for (summary_entry& e : entries)
+        e.loss_spikes = count_loss_spikes(runs_dir + "/" + e.point->id + "/metrics.csv", e.point->config.train);
     write_file_atomic(dir + "/summary.csv", summary_csv(spec, entries));
     write_file_atomic(dir + "/table.md", summary_table_md(spec, entries));
     // comparisons.csv is derived from the spec's reports: without one it would be stale.

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "attnlab/analysis/loss_spikes.hpp"
 #include "attnlab/run/comparisons.hpp"
 #include "attnlab/run/run_groups.hpp"
 #include "attnlab/run/summary.hpp"
@@ -169,11 +170,31 @@ std::string baselines_text(const std::vector<summary_entry>& entries) {
     return out + "\n";
 }
 
-void table_header(std::ostringstream& s, const std::vector<std::string>& keys, bool bits_column) {
+// Sweeps with per-step losses (train.log_every: 1): each seed's loss spike
+// count; "–" for a run without a count (never 0).
+bool any_spike_count(const std::vector<summary_entry>& entries) {
+    return std::any_of(entries.begin(), entries.end(), [](const summary_entry& e) { return e.loss_spikes; });
+}
+std::string spike_cell(const std::vector<summary_entry>& entries, const std::vector<std::size_t>& members,
+                       bool spike_column) {
+    if (!spike_column) return "";
+    std::string out;
+    for (std::size_t i : members) {
+        const summary_entry& e = entries[i];
+        out += (out.empty() ? " s" : ", s") + std::to_string(e.point->config.seed) + ": " +
+               (e.loss_spikes ? std::to_string(*e.loss_spikes) : "–");
+    }
+    return out + " |";
+}
+
+void table_header(std::ostringstream& s, const std::vector<std::string>& keys, bool bits_column,
+                  bool spike_column) {
     s << "|";
     for (const auto& k : keys) s << " " << k << " |";
-    s << metric_header << (bits_column ? bits_header : "") << "\n|";
-    for (std::size_t i = 0; i < keys.size() + metric_columns + (bits_column ? 1 : 0); ++i) s << "---|";
+    s << metric_header << (bits_column ? bits_header : "") << (spike_column ? " loss_spikes by seed |" : "")
+      << "\n|";
+    for (std::size_t i = 0; i < keys.size() + metric_columns + (bits_column ? 1 : 0) + (spike_column ? 1 : 0); ++i)
+        s << "---|";
     s << "\n";
 }
 
@@ -209,7 +230,11 @@ std::string summary_table_md(const experiment_spec& spec, const std::vector<summ
       << " (copy: test sequence accuracy >= " << solved_copy_seq_acc << ", every token of a copy right)"
       << "; val_loss = final validation loss (mean ± std), on which choices are made. Diverged runs count as "
          "unsolved and are left out of the means.\n\n";
+    if (any_spike_count(entries))
+        s << "loss_spikes = training steps whose loss exceeds " << spike_factor << " times the median of the "
+          << spike_window << " steps before (runs with train.log_every: 1; – where a run has no per-step losses).\n\n";
     const bool bits_column = any_text(entries);
+    const bool spike_column = any_spike_count(entries);
     if (bits_column)
         s << "Text runs: loss and val_loss in nats per byte, bits_per_byte = test loss / ln 2 (mean ± std, then each "
              "seed's value); seq_acc and solved do not apply (empty, –).\n\n"
@@ -225,21 +250,24 @@ std::string summary_table_md(const experiment_spec& spec, const std::vector<summ
              "variant's grid: a better rate may lie beyond it.\n\n";
         std::vector<std::string> keys = grouping_keys(spec, true);
         keys.push_back(std::string(lr_key) + " (chosen)");
-        table_header(s, keys, bits_column);
+        table_header(s, keys, bits_column, spike_column);
         for (const lr_choice& c : lr.variants) {
             std::vector<std::string> values = c.variant;
             const lr_candidate& chosen = c.rates[c.chosen];
             values.push_back(chosen.lr + edge_mark(c.edge));
-            table_row(s, values, metric_cells(entries, chosen.members, bits_column));
+            table_row(s, values,
+                      metric_cells(entries, chosen.members, bits_column) +
+                          spike_cell(entries, chosen.members, spike_column));
         }
         s << "\n" << comparisons_section(spec, entries) << "## Every learning rate\n\n";
     } else {
         s << comparisons_section(spec, entries);
     }
     const std::vector<std::string> keys = grouping_keys(spec, false);
-    table_header(s, keys, bits_column);
+    table_header(s, keys, bits_column, spike_column);
     for (const run_group& g : group_runs(entries, keys))
-        table_row(s, g.values, metric_cells(entries, g.members, bits_column));
+        table_row(s, g.values,
+                  metric_cells(entries, g.members, bits_column) + spike_cell(entries, g.members, spike_column));
     return s.str();
 }
 

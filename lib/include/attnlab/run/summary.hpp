@@ -3,6 +3,7 @@
 // every column is described in docs/outputs.md.
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,10 @@ namespace attnlab {
 struct summary_entry {
     const run_point* point;
     run_result result;
+    // Steps whose training loss spiked (analysis/loss_spikes.hpp); none
+    // without per-step losses (train.log_every != 1). write_summary_files
+    // counts them from metrics.csv.
+    std::optional<long> loss_spikes = std::nullopt;
 };
 
 // State of one attention layer and head in recurrent form (docs/attention.md): floats
@@ -43,7 +48,8 @@ std::map<std::string, std::string> config_map(const run_config& cfg);
 // metrics, the best step (lowest val loss) and the val and test metrics
 // there (bits_per_byte beside each loss for text), the baselines of text
 // runs (unigram and bigram test loss, nats and bits), steps, wall_s, params, state size per layer and head, the steps
-// with a non-positive softmax sum, lr_selected (when train.lr is swept), reason.
+// with a non-positive softmax sum, lr_selected (when train.lr is swept), reason,
+// loss_spikes (empty without per-step losses).
 std::string summary_csv(const experiment_spec& spec, const std::vector<summary_entry>& entries);
 
 // Every entry's metrics.csv (<runs_dir>/<run_id>/metrics.csv) in one long
