@@ -27,6 +27,7 @@ import plot_style
 from plot_style import InputError, style
 
 plt = plot_style.load_pyplot("plot_per_position.py")
+from matplotlib import ticker  # noqa: E402  (matplotlib is importable once load_pyplot returned)
 
 COLUMNS = ["position", "loss", "bits_per_byte", "count", "evaluated"]
 
@@ -69,6 +70,7 @@ def plot(args):
         raise InputError("the CSVs mix text runs (bits per byte) and synthetic tasks (nats): plot them apart")
     if args.log_x:
         ax.set_xscale("symlog", linthresh=1)
+        ax.xaxis.set_major_formatter(ticker.ScalarFormatter())  # 1, 10, 100 rather than 10^0, 10^1, 10^2
     ax.set_xlabel("position in the evaluation window")
     ax.set_ylabel(f"mean test loss ({units.pop()})")
     ax.set_title(args.title or "test loss by position")

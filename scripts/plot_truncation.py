@@ -13,7 +13,7 @@ gives, in the order of the CSVs, the folder of that model's probe_heads.csv
 (`attnlab probe RUN --out DIR`; by default the CSV's own folder when it holds
 one, else no marks). A layer's dominant order is the highest of its heads'
 (the order the layer's largest terms need); it is drawn as a dotted vertical
-line labelled L<layer>. --label names the lines (default: the CSV's folder
+line labelled L<layer> (n). --label names the lines (default: the CSV's folder
 name). The y axis is logarithmic: a low order can be orders of magnitude
 worse than exp. Writes STEM.png (200 dpi) and STEM.pdf (default: the first
 CSV's name without .csv) in the style of scripts/plot_style.py.
@@ -83,7 +83,7 @@ def plot(args):
         raise InputError(f"{len(args.csv)} CSV file(s) but {len(args.probe)} --probe folder(s): give one per CSV")
     if args.label and len(args.label) != len(args.csv):
         raise InputError(f"{len(args.csv)} CSV file(s) but {len(args.label)} --label(s): give one per CSV")
-    fig, ax = plt.subplots(figsize=(6.4, 4.0), constrained_layout=True)
+    fig, ax = plt.subplots(figsize=(6.4, 4.4), constrained_layout=True)
     numerators = set()
     marks = 0
     for i, path in enumerate(args.csv):
@@ -99,8 +99,9 @@ def plot(args):
         if args.probe or os.path.isfile(os.path.join(probe_dir, "probe_heads.csv")):
             for layer, n in sorted(layer_dominant_orders(probe_dir).items()):
                 ax.axvline(n, color=st["color"], linestyle=":", lw=1)
-                ax.annotate(f"L{layer}", xy=(n, 1.0), xycoords=("data", "axes fraction"), xytext=(2, -10 - 9 * marks),
-                            textcoords="offset points", color=st["color"], fontsize=7.5)
+                # At the foot of the axes, stacked: the curves and the legend sit higher up.
+                ax.annotate(f"L{layer} ({n})", xy=(n, 0.0), xycoords=("data", "axes fraction"),
+                            xytext=(2, 3 + 9 * marks), textcoords="offset points", color=st["color"], fontsize=7.5)
                 marks += 1
     ax.set_yscale("log")
     # Plain numbers on the log axis: losses span less than a decade, "3 x 10^0" reads badly.
@@ -111,7 +112,7 @@ def plot(args):
     ax.set_ylabel("test loss (nats, log scale)")
     ax.set_title(args.title or f"exp cut to {' / '.join(sorted(numerators))} order n at evaluation\n"
                  "dashed: as trained; dotted: the probe's dominant order per layer")
-    ax.legend(loc="upper right", frameon=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
     stem = args.out or args.csv[0].rsplit(".", 1)[0]
     return plot_style.save(fig, stem[:-4] if stem.endswith(".png") else stem)
 
