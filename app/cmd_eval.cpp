@@ -128,11 +128,10 @@ void add_eval(CLI::App& app, action& chosen) {
                                                : "Use --form parallel, or set --max-memory")
                     : "Lower task.test_examples or the test lengths with --set, or set --max-memory");
             if (!orders.empty()) {
-                const auto rows = truncation_sweep(*run_dir, trained, test, sized.attention.numerator, orders,
-                                                   [&](const truncation_row& r) {
-                                                       std::cout << variant_label(r.attention) << ": "
-                                                                 << metrics_line(r.m, test) << std::endl;
-                                                   });
+                const auto rows = truncation_sweep(
+                    *run_dir, trained, test, sized.attention.numerator, orders, [&](const truncation_row& r) {
+                        std::cout << variant_label(r.attention) << ": " << metrics_line(r.m, test) << std::endl;
+                    });
                 write_file_atomic(*out, truncation_csv(trained, rows));
                 std::cout << "wrote " << *out << "\n";
                 return exit_ok;

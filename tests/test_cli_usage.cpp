@@ -113,7 +113,8 @@ TEST_CASE("eval refuses a recurrent Taylor order-12 state that cannot fit, at on
     CHECK_THAT(ok.out, StartsWith("test loss "));
 }
 
-TEST_CASE("eval --set changes test-time keys only, and is guarded by the estimate", "[cli]") {
+TEST_CASE("eval --set changes test-time keys (and the variant, test_analysis.cpp) only, and is guarded by the estimate",
+          "[cli]") {
     temp_dir dir;
     const fs::path run = trained_run(dir, "copy", copy_spec);
     const cli_result base = run_cli({"eval", run.string()});
@@ -125,7 +126,7 @@ TEST_CASE("eval --set changes test-time keys only, and is guarded by the estimat
     CHECK_THAT(longer.out, StartsWith("test loss "));
     CHECK(longer.out != base.out);
     CHECK_THAT(usage_error({"eval", run.string(), "--set", "model.d_model=32"}),
-               Contains("--set: model.d_model: not a test-time key") && Contains("would change the trained model"));
+               Contains("--set: model.d_model: eval cannot change it") && Contains("would change the trained model"));
     CHECK_THAT(usage_error({"eval", run.string(), "--set", "task.test_max_lne=8"}),
                Contains("did you mean 'task.test_max_len'?"));
     CHECK_THAT(usage_error({"eval", run.string(), "--set", "task.test_max_len=0"}),

@@ -24,7 +24,8 @@ std::vector<std::size_t> loss_spikes(const std::vector<double>& losses, double f
         std::nth_element(previous.begin(), previous.begin() + static_cast<std::ptrdiff_t>(mid), previous.end());
         double median = previous[mid];
         if (w % 2 == 0)
-            median = (median + *std::max_element(previous.begin(), previous.begin() + static_cast<std::ptrdiff_t>(mid))) / 2;
+            median =
+                (median + *std::max_element(previous.begin(), previous.begin() + static_cast<std::ptrdiff_t>(mid))) / 2;
         if (losses[i] > factor * median) out.push_back(i);
     }
     return out;

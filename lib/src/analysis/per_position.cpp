@@ -29,8 +29,7 @@ std::vector<position_loss> per_position_losses(transformer<float>& model, const 
 }
 
 std::vector<position_loss> per_position_run_dir(const std::string& run_dir, const run_config& trained,
-                                                const run_config& evaluated, attention_form form,
-                                                state_layout layout) {
+                                                const run_config& evaluated, attention_form form, state_layout layout) {
     const subnormals_flushed as_in_training;  // as evaluate_run_dir scores
     transformer<float> model = load_run_model(run_dir, trained, evaluated);
     auto data = make_task(evaluated.task, static_cast<std::uint64_t>(evaluated.seed));
@@ -47,8 +46,8 @@ std::string per_position_csv(const run_config& trained, const run_config& evalua
         const position_loss& p = rows[t];
         const double mean = p.count > 0 ? p.loss_sum / static_cast<double>(p.count) : 0;
         out += csv_line({std::to_string(t), p.count > 0 ? format_number(mean) : "",
-                         text && p.count > 0 ? format_number(mean / std::log(2.0)) : "", std::to_string(p.count),
-                         from, as});
+                         text && p.count > 0 ? format_number(mean / std::log(2.0)) : "", std::to_string(p.count), from,
+                         as});
     }
     return out;
 }

@@ -72,8 +72,7 @@ std::string parameter_difference(const run_config& trained, const run_config& ev
     for (const param_tensor& t : b.tensors()) {
         const auto it = std::find_if(a.tensors().begin(), a.tensors().end(),
                                      [&](const param_tensor& u) { return u.name == t.name; });
-        if (it == a.tensors().end())
-            return t.name + " " + shape_text(t.shape) + " is in the evaluated model only";
+        if (it == a.tensors().end()) return t.name + " " + shape_text(t.shape) + " is in the evaluated model only";
         if (it->shape != t.shape)
             return t.name + " is " + shape_text(it->shape) + " in the trained model, " + shape_text(t.shape) +
                    " in the evaluated one";
@@ -105,8 +104,7 @@ run_config evaluated_config(const run_config& trained, const std::vector<std::st
             if (n && *n > max_train_order) {
                 if (*n > max_eval_order)
                     throw config_error("--set: attention.order: expected an integer from 1 to " +
-                                       std::to_string(max_eval_order) + " in an evaluation, got " +
-                                       std::to_string(*n));
+                                       std::to_string(max_eval_order) + " in an evaluation, got " + std::to_string(*n));
                 high_order = *n;
                 checked.push_back("attention.order=" + std::to_string(max_train_order));
                 continue;
@@ -177,8 +175,8 @@ std::vector<truncation_row> truncation_sweep(const std::string& run_dir, const r
         c.attention.order = n;
         const std::string why = parameter_difference(trained, c);
         if (!why.empty())
-            throw config_error("--truncate: " + variant_label(c.attention) + " has other parameters than the run: " +
-                               why);
+            throw config_error("--truncate: " + variant_label(c.attention) +
+                               " has other parameters than the run: " + why);
         score(c);
     }
     return rows;
@@ -186,8 +184,8 @@ std::vector<truncation_row> truncation_sweep(const std::string& run_dir, const r
 
 std::string truncation_csv(const run_config& trained, const std::vector<truncation_row>& rows) {
     const bool text = trained.task.kind == task_kind::text;
-    std::string out = csv_line(
-        {"trained", "evaluated", "numerator", "order", "test_loss", "bits_per_byte", "token_acc", "seq_acc"});
+    std::string out =
+        csv_line({"trained", "evaluated", "numerator", "order", "test_loss", "bits_per_byte", "token_acc", "seq_acc"});
     for (const truncation_row& r : rows) {
         out += csv_line({variant_label(trained.attention), variant_label(r.attention), to_string(r.attention.numerator),
                          traits_of(r.attention.numerator).takes_order ? std::to_string(r.attention.order) : "",

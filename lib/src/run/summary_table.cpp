@@ -187,12 +187,10 @@ std::string spike_cell(const std::vector<summary_entry>& entries, const std::vec
     return out + " |";
 }
 
-void table_header(std::ostringstream& s, const std::vector<std::string>& keys, bool bits_column,
-                  bool spike_column) {
+void table_header(std::ostringstream& s, const std::vector<std::string>& keys, bool bits_column, bool spike_column) {
     s << "|";
     for (const auto& k : keys) s << " " << k << " |";
-    s << metric_header << (bits_column ? bits_header : "") << (spike_column ? " loss_spikes by seed |" : "")
-      << "\n|";
+    s << metric_header << (bits_column ? bits_header : "") << (spike_column ? " loss_spikes by seed |" : "") << "\n|";
     for (std::size_t i = 0; i < keys.size() + metric_columns + (bits_column ? 1 : 0) + (spike_column ? 1 : 0); ++i)
         s << "---|";
     s << "\n";

@@ -29,8 +29,7 @@ std::vector<position_loss> per_position_losses(transformer<float>& model, const 
 // (eval's --set: test-time keys, or another variant with the same
 // parameters; analysis/truncation.hpp) in `form`.
 std::vector<position_loss> per_position_run_dir(const std::string& run_dir, const run_config& trained,
-                                                const run_config& evaluated, attention_form form,
-                                                state_layout layout);
+                                                const run_config& evaluated, attention_form form, state_layout layout);
 
 // position,loss,bits_per_byte,count,trained,evaluated: one row per position;
 // loss empty where no answer falls (count 0), bits_per_byte for text only,
