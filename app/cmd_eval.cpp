@@ -69,7 +69,7 @@ void add_eval(CLI::App& app, action& chosen) {
     cmd->add_option("--set", *overrides,
                     "Change a test-time key (task.test_examples, task.test_min_len, task.test_max_len), e.g. --set "
                     "task.test_max_len=64 to score longer copies, or the variant when the checkpoint fits it "
-                    "(attention.numerator, attention.order up to 64, attention.denominator), e.g. --set "
+                    "(attention.numerator, attention.order up to 160, attention.denominator), e.g. --set "
                     "attention.numerator=taylor --set attention.order=4 to score an exp model cut to 4 orders")
         ->type_name("KEY=VALUE");
     auto truncate = std::make_shared<std::string>();
