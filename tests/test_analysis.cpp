@@ -4,10 +4,13 @@
 // trained model with bounded scores, the refusals, the sweep's CSV through
 // the CLI), the per-position loss of a text run against its test loss, and
 // loss spikes (a hand-made series, train.log_every: 1 in metrics.csv and
-// summary.csv's empty cell for a run without per-step losses).
+// summary.csv's empty cell for a run without per-step losses), and the rows
+// train.log_every adds as a resumed run sees them.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -17,9 +20,11 @@
 #include "attnlab/analysis/truncation.hpp"
 #include "attnlab/attention/variants.hpp"
 #include "attnlab/io/csv.hpp"
+#include "attnlab/run/metrics_csv.hpp"
 #include "attnlab/run/probe.hpp"
 #include "attnlab/run/run_dir.hpp"
 #include "attnlab/spec/spec.hpp"
+#include "attnlab/train/trainer.hpp"
 #include "attnlab/util/error.hpp"
 #include "support/process_support.hpp"
 #include "support/tiny_spec.hpp"
@@ -265,4 +270,40 @@ TEST_CASE("loss spikes: per-step losses from metrics.csv; an empty cell without 
     CHECK(losses->size() == 60);
     CHECK(last_cell(logged) == std::to_string(loss_spikes(*losses).size()));
     CHECK_THAT(read_text(res / "table.md"), Contains("loss_spikes by seed"));
+}
+
+TEST_CASE("train.log_every: train rows every N steps, counted by the resume cut; a resumed run writes the same rows",
+          "[analysis][spikes]") {
+    run_config cfg = exp_config();
+    cfg.train.steps = 30;
+    cfg.train.eval_every = 10;
+    cfg.train.log_every = 4;
+    std::vector<metrics_row> full;
+    std::map<int, train_state> states;
+    train_callbacks cb;
+    cb.on_row = [&](const metrics_row& r) { full.push_back(r); };
+    cb.save_every_s = 1e-300;  // a state after every step
+    cb.save_state = [&](const train_state& st) { states[st.step] = st; };
+    REQUIRE(train_run(cfg, cb).status == run_status::ok);
+    std::vector<int> train_steps;
+    for (const metrics_row& r : full)
+        if (r.split == "train") train_steps.push_back(r.step);
+    // Multiples of 4, and the evaluations at 10, 20 and 30.
+    CHECK(train_steps == std::vector<int>{4, 8, 10, 12, 16, 20, 24, 28, 30});
+    for (const int k : {3, 4, 9, 10, 13, 20, 29}) {
+        INFO("after step " << k);
+        const auto upto = static_cast<std::size_t>(
+            std::count_if(full.begin(), full.end(), [&](const metrics_row& r) { return r.step <= k; }));
+        CHECK(metrics_rows_after(cfg.train, k) == upto);  // what a resume keeps of metrics.csv
+        std::vector<metrics_row> rest;
+        train_callbacks again;
+        again.on_row = [&](const metrics_row& r) { rest.push_back(r); };
+        REQUIRE(train_run(cfg, again, &states.at(k)).status == run_status::ok);
+        REQUIRE(rest.size() == full.size() - upto);
+        for (std::size_t i = 0; i < rest.size(); ++i) {
+            CHECK(rest[i].step == full[upto + i].step);
+            CHECK(rest[i].split == full[upto + i].split);
+            CHECK(rest[i].m.loss == full[upto + i].m.loss);
+        }
+    }
 }
