@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "attnlab/analysis/loss_spikes.hpp"
+#include "attnlab/run/loss_spikes.hpp"
 #include "attnlab/analysis/per_position.hpp"
 #include "attnlab/analysis/truncation.hpp"
 #include "attnlab/attention/variants.hpp"

@@ -11,7 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "attnlab/analysis/loss_spikes.hpp"
+#include "attnlab/run/loss_spikes.hpp"
 #include "attnlab/attention/recurrent.hpp"
 #include "attnlab/io/csv.hpp"
 #include "attnlab/io/files.hpp"

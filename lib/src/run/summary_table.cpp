@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "attnlab/analysis/loss_spikes.hpp"
+#include "attnlab/run/loss_spikes.hpp"
 #include "attnlab/run/comparisons.hpp"
 #include "attnlab/run/run_groups.hpp"
 #include "attnlab/run/summary.hpp"
@@ -253,9 +253,9 @@ std::string summary_table_md(const experiment_spec& spec, const std::vector<summ
             std::vector<std::string> values = c.variant;
             const lr_candidate& chosen = c.rates[c.chosen];
             values.push_back(chosen.lr + edge_mark(c.edge));
-            table_row(s, values,
-                      metric_cells(entries, chosen.members, bits_column) +
-                          spike_cell(entries, chosen.members, spike_column));
+            table_row(
+                s, values,
+                metric_cells(entries, chosen.members, bits_column) + spike_cell(entries, chosen.members, spike_column));
         }
         s << "\n" << comparisons_section(spec, entries) << "## Every learning rate\n\n";
     } else {

@@ -17,7 +17,7 @@ namespace attnlab {
 struct summary_entry {
     const run_point* point;
     run_result result;
-    // Steps whose training loss spiked (analysis/loss_spikes.hpp); none
+    // Steps whose training loss spiked (run/loss_spikes.hpp); none
     // without per-step losses (train.log_every != 1). write_summary_files
     // counts them from metrics.csv.
     std::optional<long> loss_spikes = std::nullopt;

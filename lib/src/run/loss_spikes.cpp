@@ -1,6 +1,6 @@
 // Loss spikes from the per-step training losses of metrics.csv
-// (analysis/loss_spikes.hpp).
-#include "attnlab/analysis/loss_spikes.hpp"
+// (run/loss_spikes.hpp).
+#include "attnlab/run/loss_spikes.hpp"
 
 #include <algorithm>
 #include <cmath>
