@@ -21,6 +21,7 @@ import csv
 import math
 import os
 import sys
+import textwrap
 
 import plot_style
 from plot_style import InputError, style
@@ -105,8 +106,13 @@ def plot(directory, title):
     for i in range(len(layers), rows * cols):
         axes[i // cols][i % cols].set_visible(False)
     first = next(iter(heads.values()))
-    fig.suptitle(f"{title}: Taylor terms of the attention scores ({first['split']} set, {first['examples']} "
-                 f"examples; large markers: dominant order)")
+    # Wrapped to the panels' width (a run id alone can be wider than one panel).
+    size = plt.rcParams["figure.titlesize"]
+    points = size if isinstance(size, (int, float)) else 12.0
+    per_line = max(20, int(fig.get_figwidth() * 72 / (0.6 * points)))
+    fig.suptitle(textwrap.fill(f"{title}: Taylor terms of the attention scores ({first['split']} set, "
+                               f"{first['examples']} examples; large markers: dominant order)", per_line,
+                               break_on_hyphens=False))
     return plot_style.save(fig, os.path.join(directory, "probe"))
 
 

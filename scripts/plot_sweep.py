@@ -68,14 +68,14 @@ scripts/plot_style.py.
 
 Errors (exit code 2): no summary.csv, a run whose metrics are missing, a
 summary without the expected columns, no matplotlib. Needs Debian's
-python3-matplotlib and python3-numpy, nothing else.
+python3-matplotlib, python3-numpy, and for the attnlab package that reads the
+folder (python/attnlab, found as ../python beside this script) python3-pandas
+and python3-yaml.
 """
 import argparse
-import csv
 import json
 import math
 import os
-import re
 import sys
 from collections import OrderedDict
 
@@ -86,14 +86,20 @@ plt = plot_style.load_pyplot("plot_sweep.py", with_numpy=True)
 # After load_pyplot, which turns a missing matplotlib or numpy into one line and exit code 2.
 import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.ticker import LogFormatterSciNotation  # noqa: E402
+from matplotlib.ticker import (FuncFormatter, LogFormatterSciNotation, LogLocator, MaxNLocator,  # noqa: E402
+                               NullFormatter)
 
 SPLITS = ["train", "val", "test"]
 MAX_CURVES = 7  # sweep points drawn in one panel of curves; more are split into rows
 ACCURACIES = [("token_acc", "token accuracy"), ("seq_acc", "sequence accuracy")]
-# text (byte-level language modelling): the loss is the metric, in nats per
-# byte (log scale); sequence accuracy does not apply.
-TEXT_FINALS = [("loss", "loss (nats/byte)"), ("token_acc", "next-byte accuracy")]
+# text (byte-level language modelling): the loss is the metric, in bits per
+# byte throughout (linear axes zoomed to where the variants differ); sequence
+# accuracy does not apply.
+TEXT_FINALS = [("bits_per_byte", "loss (bits/byte)"), ("token_acc", "next-byte accuracy")]
+TEXT_LOSS = ("bits_per_byte", "loss (bits/byte)")
+# Zoomed axes of text curves: the range of the values from this fraction of
+# training on (earlier values leave the top of the panel), step 0 left out.
+ZOOM_FROM = 0.25
 READABLE = {
     "attention.numerator": "numerator",
     "attention.order": "Taylor order",
@@ -113,11 +119,25 @@ READABLE = {
     "task.kind": "task",
 }
 # ---------------------------------------------------------------- reading
+# Through the attnlab package (python/attnlab: summary.csv, curves.csv or the
+# runs' metrics.csv, config.yaml, spec.yaml), with every cell as attnlab wrote it.
+
+
+def attnlab_package():
+    """python/attnlab beside this script (the source tree and share/attnlab of an install)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    try:
+        import attnlab.checkpoint
+        import attnlab.results
+    except ImportError as e:
+        raise InputError(f"cannot import the attnlab package ({e}); it needs Debian's python3-pandas and "
+                         "python3-yaml: apt-get install python3-pandas python3-yaml")
+    return attnlab
 
 
 def number(cell):
-    """A CSV cell as a float, None when empty or not finite (a value that does not apply)."""
-    if cell is None or cell.strip() == "":
+    """A cell as a float, None when empty or not finite (a value that does not apply)."""
+    if cell is None or (isinstance(cell, str) and cell.strip() == ""):
         return None
     try:
         v = float(cell)
@@ -126,54 +146,25 @@ def number(cell):
     return v if math.isfinite(v) else None
 
 
-def read_csv(path):
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        return list(reader), reader.fieldnames or []
+def flat_config(tree, prefix=""):
+    """A config.yaml or spec section as {dotted key: text}; booleans spelt as attnlab writes them."""
+    flat = {}
+    for key, value in (tree or {}).items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flat_config(value, name + "."))
+        else:
+            flat[name] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    return flat
 
 
-def base_task_kind(results_dir):
+def base_task_kind(results_dir, attnlab):
     """task.kind of the spec's base (spec.yaml of the folder), for runs that do not sweep it; "" if unknown."""
     path = os.path.join(results_dir, "spec.yaml")
     if not os.path.exists(path):
         return ""
-    in_base, in_task = False, False
-    with open(path) as f:
-        for line in f:
-            text = line.split("#", 1)[0].rstrip()
-            if not text:
-                continue
-            if not text.startswith(" "):
-                in_base, in_task = text.startswith("base:"), False
-            elif in_base and text.strip().startswith("task:"):
-                flow = re.search(r"\bkind:\s*([\w-]+)", text)
-                if flow:
-                    return flow.group(1)
-                in_task = True
-            elif in_task and text.strip().startswith("kind:"):
-                return text.split(":", 1)[1].strip()
-    return ""
-
-
-def read_config(path):
-    """config.yaml of a run as {dotted key: value}; it is two levels deep (section, key)."""
-    flat = {}
-    if not os.path.exists(path):
-        return flat
-    section = None
-    with open(path) as f:
-        for line in f:
-            if not line.strip() or line.lstrip().startswith("#") or ":" not in line:
-                continue
-            key, value = (s.strip() for s in line.split(":", 1))
-            value = value.strip("\"'")
-            if not line.startswith(" "):
-                section = key if value == "" else None
-                if value != "":
-                    flat[key] = value
-            elif section:
-                flat[f"{section}.{key}"] = value
-    return flat
+    spec = attnlab.checkpoint.read_config(path) or {}
+    return flat_config(spec.get("base")).get("task.kind", "")
 
 
 class Run:
@@ -183,7 +174,7 @@ class Run:
         self.row = row
         self.config = config
         self.id = row["run_id"]
-        self.curves = []  # metrics rows: dicts of step, split, loss, token_acc, seq_acc
+        self.curves = []  # metrics rows: dicts of step, split, loss, bits_per_byte, token_acc, seq_acc
 
     def get(self, key):
         v = self.row.get(key, "")
@@ -212,22 +203,6 @@ class Run:
         return int(d) // h if d and h else None
 
 
-def swept_keys(run_ids):
-    """The swept keys (seed last) in the order the run ids list them: an id is
-    its swept key=value pairs joined by ',' (summary.csv has a column for every
-    configuration key, swept or not)."""
-    keys = []
-    for run_id in run_ids:
-        for part in run_id.split(","):
-            key = part.split("=", 1)[0]
-            if key and key not in keys:
-                keys.append(key)
-    if "seed" in keys:
-        keys.remove("seed")
-        keys.append("seed")
-    return keys
-
-
 def read_results(results_dir):
     """The runs of summary.csv, each with its metrics rows, and the swept keys (seed included)."""
     if not os.path.isdir(results_dir):
@@ -236,17 +211,20 @@ def read_results(results_dir):
     if not os.path.exists(summary):
         raise InputError(f"{summary} not found: RESULTS_DIR must be a folder written by `attnlab run` "
                          "or `attnlab summarize`")
-    rows, header = read_csv(summary)
+    attnlab = attnlab_package()
+    table = attnlab.results.read_summary(results_dir, as_text=True)
     needed = ["run_id", "status", "final_test_token_acc", "final_test_seq_acc"]
-    absent = [c for c in needed if c not in header]
+    absent = [c for c in needed if c not in table.columns]
     if absent:
         raise InputError(f"{summary}: no column {', '.join(absent)} (not a summary written by attnlab)")
-    if not rows:
+    if table.empty:
         raise InputError(f"{summary} lists no runs")
-    swept = swept_keys(r["run_id"] for r in rows)
-    runs = [Run(r, read_config(os.path.join(results_dir, "runs", r["run_id"], "config.yaml"))) for r in rows]
-    attach_curves(results_dir, runs)
-    return runs, swept
+    runs = []
+    for row in table.to_dict("records"):
+        config = os.path.join(results_dir, "runs", row["run_id"], "config.yaml")
+        runs.append(Run(row, flat_config(attnlab.checkpoint.read_config(config)) if os.path.exists(config) else {}))
+    attach_curves(results_dir, runs, attnlab)
+    return runs, attnlab.results.swept_keys([r.id for r in runs]), base_task_kind(results_dir, attnlab)
 
 
 def metrics_row(m, source):
@@ -257,34 +235,30 @@ def metrics_row(m, source):
     row = {"step": step, "split": (m.get("split") or "").strip()}
     for k in ("loss", "token_acc", "seq_acc"):
         row[k] = number(m.get(k))
+    row["bits_per_byte"] = row["loss"] / math.log(2) if row["loss"] is not None else None
     return row
 
 
-def attach_curves(results_dir, runs):
+def attach_curves(results_dir, runs, attnlab):
     """Metrics rows of every run: from curves.csv when present, else from runs/<id>/metrics.csv."""
     combined = os.path.join(results_dir, "curves.csv")
-    if os.path.exists(combined):
-        rows, header = read_csv(combined)
-        if "run_id" not in header or "step" not in header:
-            raise InputError(f"{combined}: no run_id or step column")
-        by_id = {r.id: r for r in runs}
-        for m in rows:
-            if m["run_id"] in by_id:
-                by_id[m["run_id"]].curves.append(metrics_row(m, combined))
-        absent = [r.id for r in runs if not r.curves]
+    if not os.path.exists(combined):
+        absent = [p for p in (os.path.join(results_dir, "runs", r.id, "metrics.csv") for r in runs)
+                  if not os.path.exists(p)]
         if absent:
-            raise InputError(f"{combined} has no rows for {len(absent)} run(s) of summary.csv, e.g. {absent[0]}")
-        return
-    absent = []
-    for r in runs:
-        path = os.path.join(results_dir, "runs", r.id, "metrics.csv")
-        if not os.path.exists(path):
-            absent.append(path)
-            continue
-        r.curves = [metrics_row(m, path) for m in read_csv(path)[0]]
+            raise InputError(f"metrics of {len(absent)} run(s) of summary.csv are missing (no curves.csv, no "
+                             f"{absent[0]}{' ...' if len(absent) > 1 else ''})")
+    table = attnlab.results.read_curves(results_dir, as_text=True)
+    source = combined if os.path.exists(combined) else os.path.join(results_dir, "runs")
+    if "run_id" not in table.columns or "step" not in table.columns:
+        raise InputError(f"{source}: no run_id or step column")
+    by_id = {r.id: r for r in runs}
+    for m in table.to_dict("records"):
+        if m["run_id"] in by_id:
+            by_id[m["run_id"]].curves.append(metrics_row(m, source))
+    absent = [r.id for r in runs if not r.curves]
     if absent:
-        raise InputError(f"metrics of {len(absent)} run(s) of summary.csv are missing (no curves.csv, no "
-                         f"{absent[0]}{' ...' if len(absent) > 1 else ''})")
+        raise InputError(f"{source} has no rows for {len(absent)} run(s) of summary.csv, e.g. {absent[0]}")
 
 
 # ---------------------------------------------------------------- naming
@@ -370,9 +344,17 @@ def log_drawn(fig, name):
     if not path:
         return
     fig.canvas.draw()  # tick labels are filled in when the figure is drawn
+    def first_x(ax):  # the smallest x of the labelled lines (curves: the first step drawn)
+        xs = [min(ln.get_xdata()) for ln in ax.lines if not ln.get_label().startswith("_") and len(ln.get_xdata())]
+        return float(min(xs)) if xs else None
+
     entry = {"figure": name, "legend": [t.get_text() for legend in fig.legends for t in legend.get_texts()],
+             "title": fig._suptitle.get_text() if fig._suptitle else "",
              "axes": [{"title": ax.get_title(), "yticklabels": [t.get_text() for t in ax.get_yticklabels()],
-                       "lines": [ln.get_label() for ln in ax.lines if not ln.get_label().startswith("_")]}
+                       "lines": [ln.get_label() for ln in ax.lines if not ln.get_label().startswith("_")],
+                       "ylabel": ax.get_ylabel(), "xlabel": ax.get_xlabel(), "yscale": ax.get_yscale(),
+                       "xscale": ax.get_xscale(), "ylim": list(ax.get_ylim()), "xlim": list(ax.get_xlim()),
+                       "first_x": first_x(ax)}
                       for ax in fig.axes if ax.get_visible()]}
     with open(path, "a") as f:
         f.write(json.dumps(entry) + "\n")
@@ -409,13 +391,15 @@ def median_bar():
 # ---------------------------------------------------------------- curves
 
 
-def series_over_steps(runs, split, metric):
+def series_over_steps(runs, split, metric, skip_step0=False):
     """Steps, and the median, min and max over seeds at each step."""
     by_step = OrderedDict()
     for r in runs:
         for m in r.curves:
             v = m[metric]
-            if m["split"] == split and v is not None and (metric != "loss" or v > 0):
+            if skip_step0 and m["step"] == 0:
+                continue
+            if m["split"] == split and v is not None and (metric not in ("loss", "bits_per_byte") or v > 0):
                 by_step.setdefault(m["step"], []).append(v)
     steps = sorted(by_step)
     vals = [by_step[s] for s in steps]
@@ -428,27 +412,62 @@ def splits_present(runs):
     return [s for s in SPLITS if s in present] or ["test"]
 
 
-def curve_figure(panels, series, metrics, splits, title, log_y, panel_height=2.9):
+def readable_log_axis(ax):
+    """Log ticks labelled as plain numbers, not 2x10^0: 1, 2, 3, 5 per decade over a short range, fewer over
+    a long one."""
+    ax.set_yscale("log")
+    lo, hi = ax.get_ylim()
+    decades = math.log10(hi / lo) if lo > 0 and hi > lo else 1.0
+    subs = (1.0, 2.0, 3.0, 5.0) if decades <= 1.5 else (1.0, 3.0) if decades <= 3 else (1.0,)
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    axis = ax.yaxis
+    axis.set_major_locator(LogLocator(base=10, subs=subs))
+    axis.set_major_formatter(plain)
+    axis.set_minor_formatter(NullFormatter())
+
+
+def zoom_axis(ax, drawn, last_step):
+    """A linear y axis over the values drawn from ZOOM_FROM of training on (band included), 6 plain ticks."""
+    lo, hi = [], []
+    for steps, low, high in drawn:
+        keep = steps >= ZOOM_FROM * last_step
+        lo += list(low[keep])
+        hi += list(high[keep])
+    if lo:
+        a, b = min(lo), max(hi)
+        pad = max(0.06 * (b - a), 1e-3 * abs(b), 1e-6)
+        ax.set_ylim(a - pad, b + pad)
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=6))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+
+
+def curve_figure(panels, series, metrics, splits, title, scale, panel_height=2.9):
     """One row per panel group and metric, one column per split; one line per series with its min-max band.
 
-    panels: {panel name: {series name: runs}}; a series keeps its style in every panel."""
+    panels: {panel name: {series name: runs}}; a series keeps its style in every panel. scale: "log" (loss),
+    "unit" (accuracy, 0 to 1) or "zoom" (text: linear, step 0 left out, zoomed by zoom_axis)."""
+    zoom = scale == "zoom"
     rows = [(p, m) for p in panels for m in metrics]
     fig, axes = new_figure(len(rows), len(splits), 4.2 * len(splits), panel_height * len(rows) + 0.5, sharex=True)
     for ri, (panel, (metric, metric_name)) in enumerate(rows):
         for ci, split in enumerate(splits):
             ax = axes[ri][ci]
+            drawn = []
             for label, runs in panels[panel].items():
                 st = style(series.index(label))
-                steps, med, lo, hi = series_over_steps(runs, split, metric)
+                steps, med, lo, hi = series_over_steps(runs, split, metric, skip_step0=zoom)
                 if len(steps) == 0:
                     continue
+                drawn.append((steps, lo, hi))
                 ax.fill_between(steps, lo, hi, color=st["color"], alpha=0.12, lw=0)
                 ax.plot(steps, med, color=st["color"], ls=st["linestyle"], marker=st["marker"], ms=3.5, lw=1.4,
                         markevery=max(1, len(steps) // 8), label=label)
             ax.set_title(f"{split}, {panel}" if panel else split)
             ax.set_ylabel(f"{split} {metric_name}")
-            if log_y:
-                ax.set_yscale("log")
+            if scale == "log":
+                readable_log_axis(ax)
+            elif zoom:
+                zoom_axis(ax, drawn, max((st[-1] for st, _, _ in drawn), default=0))
             else:
                 ax.set_ylim(-0.03, 1.03)
             if ri == len(rows) - 1:
@@ -468,11 +487,13 @@ def curves(panels, series_title, title, out_dir, name, written):
     splits = splits_present([r for p in panels.values() for runs in p.values() for r in runs])
     all_runs = [r for p in panels.values() for runs in p.values() for r in runs]
     text = is_text(all_runs)
-    loss_name = "loss (nats/byte)" if text else "loss (nats)"
+    loss = TEXT_LOSS if text else ("loss", "loss (nats)")
     accuracies = [("token_acc", "next-byte accuracy")] if text else ACCURACIES
-    for kind, metrics, log_y in (("loss", [("loss", loss_name)], True), ("accuracy", accuracies, False)):
+    zoomed = "; step 0 left out, axis zoomed" if text else ""
+    for kind, metrics, scale in (("loss", [loss], "zoom" if text else "log"),
+                                 ("accuracy", accuracies, "zoom" if text else "unit")):
         fig = curve_figure(panels, series, metrics, splits,
-                           f"{title}: {kind} against step; line: median, band: min-max over seeds", log_y)
+                           f"{title}: {kind} against step\nline: median, band: min-max over seeds{zoomed}", scale)
         outside_legend(fig, series_handles(series), series, series_title)
         save(fig, out_dir, f"{name}{kind}_curves", written)
 
@@ -515,10 +536,13 @@ def final_metrics(runs):
     return TEXT_FINALS if is_text(runs) else ACCURACIES
 
 
-def accuracy_axes(ax, metric_name, metric="token_acc"):
+def accuracy_axes(ax, metric_name, metric="token_acc", fitted=False):
+    """fitted (text): a linear axis over the values drawn, with plain ticks; else accuracy on 0 to 1."""
     ax.set_ylabel(f"final test {metric_name}")
-    if metric == "loss":
-        ax.set_yscale("log")
+    if fitted or metric == "bits_per_byte":
+        ax.margins(y=0.08)
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=6))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     else:
         ax.set_ylim(-0.03, 1.03)
     ax.grid(axis="x", visible=False)
@@ -542,7 +566,7 @@ def categorical_figure(runs, category_of, group_of, x_title, group_title, title)
                            if max(len(c) for c in categories) > 8 else "center")
         ax.set_xlim(-0.6, len(categories) - 0.4)
         ax.set_xlabel(x_title)
-        accuracy_axes(ax, metric_name, metric)
+        accuracy_axes(ax, metric_name, metric, fitted=is_text(runs))
     handles, labels = seed_and_median_handles(runs, median_bar())
     if len(groups) > 1:
         handles = [Line2D([], [], ls="none", **{k: v for k, v in style(i).items() if k != "linestyle"}, ms=6)
@@ -586,7 +610,7 @@ def order_figure(runs, group_of, group_title, title):
         ax.set_xticklabels(ticks)
         ax.set_xlim(-0.6, len(ticks) - 0.4)
         ax.set_xlabel("Taylor order" + (" (right: variants without an order)" if others else ""))
-        accuracy_axes(ax, metric_name, metric)
+        accuracy_axes(ax, metric_name, metric, fitted=is_text(runs))
     handles, labels = seed_and_median_handles(runs, median_bar())
     if len(groups) > 1:
         handles = [Line2D([], [], color=style(i)["color"], ls=style(i)["linestyle"], marker=style(i)["marker"], ms=6)
@@ -653,7 +677,7 @@ def state_figure(runs, group_of, group_title, title):
                        "recurrent state per attention head") + " (floats)" +
                       ("\nTaylor: symmetric layout; exp: key/value cache at the longest input"
                        if any(uses_cache(r) for r in runs) else "\nTaylor: symmetric layout"))
-        accuracy_axes(ax, metric_name, metric)
+        accuracy_axes(ax, metric_name, metric, fitted=is_text(runs))
         ax.grid(axis="x", visible=True, which="major")
     handles, labels = [], []
     if len(groups) > 1:
@@ -703,11 +727,12 @@ def chosen_curves(groups, title, out_dir, name, written):
     series = list(groups)
     runs = [r for g in groups.values() for r in g]
     splits = [s for s in splits_present(runs) if s != "train"] or ["test"]  # train loss is noisy
-    loss_name = "loss (nats/byte)" if is_text(runs) else "loss (nats)"
+    text = is_text(runs)
     # Taller panels for many variants, so that the legend beside them stays one column and the lines apart.
-    fig = curve_figure({"": groups}, series, [("loss", loss_name)], splits,
-                       f"{title}: loss against step, each variant {CHOSEN}; line: median, band: min-max over seeds",
-                       True, panel_height=max(2.9, 0.6 + 0.17 * min(len(series), LEGEND_ROWS)))
+    fig = curve_figure({"": groups}, series, [TEXT_LOSS if text else ("loss", "loss (nats)")], splits,
+                       f"{title}: loss against step, each variant {CHOSEN}\nline: median, band: min-max over seeds"
+                       + ("; step 0 left out, axis zoomed" if text else ""),
+                       "zoom" if text else "log", panel_height=max(2.9, 0.6 + 0.17 * min(len(series), LEGEND_ROWS)))
     outside_legend(fig, series_handles(series), series, f"variant {CHOSEN} (best first)",
                    ncol=math.ceil(len(series) / LEGEND_ROWS))
     save(fig, out_dir, name, written)
@@ -800,7 +825,14 @@ def base_name(run):
     return f"{variant_name(run)}, {run.get('attention.denominator') or '?'}"
 
 
-def task_figures(runs, swept, title, prefix, out_dir, written):
+def task_figures(all_runs, all_swept, title, prefix, out_dir, written):
+    # With learning rates chosen (lr_selected), every figure shows each
+    # variant at its chosen rate only: a variant is never judged at a rate
+    # tuned for another, and one line per variant stays readable.
+    runs, swept = all_runs, all_swept
+    if any(r.lr_selected for r in all_runs):
+        runs, swept = [r for r in all_runs if r.lr_selected], [k for k in all_swept if k != "train.lr"]
+        title = f"{title} (each variant {CHOSEN})"
     keys = varying_keys(runs, swept)
     final = "final test loss and accuracy" if is_text(runs) else "final test accuracy"
 
@@ -843,14 +875,15 @@ def task_figures(runs, swept, title, prefix, out_dir, written):
         fig = state_figure(runs, group_of(rest), legend_title(rest), f"{title}: {final} against state size")
         save(fig, out_dir, prefix + "by_state", written)
 
-    chosen_figures(runs, keys, title, prefix, out_dir, written)
+    chosen_figures(all_runs, varying_keys(all_runs, all_swept), title.split(" (each variant")[0], prefix, out_dir,
+                   written)
 
 
 def plot(results_dir, out_dir):
-    runs, swept = read_results(results_dir)
+    runs, swept, base_task = read_results(results_dir)
     os.makedirs(out_dir, exist_ok=True)
     name = os.path.basename(os.path.normpath(results_dir))
-    base_task = base_task_kind(results_dir) or "task"
+    base_task = base_task or "task"
     tasks = group_by(runs, lambda r: r.get("task.kind") or base_task)
     written = []
     for task, task_runs in tasks.items():

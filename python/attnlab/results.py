@@ -45,7 +45,9 @@ _FLOAT_COLUMNS = ("loss", "token_acc", "seq_acc", "lr", "grad_norm", "tokens_per
 _TEXT_COLUMNS = ("run_id", "status", "split", "reason", "task.path", "task.sha256")
 
 
-def _read_csv(path) -> pd.DataFrame:
+def _read_csv(path, as_text: bool = False) -> pd.DataFrame:
+    if as_text:  # every cell a string as attnlab wrote it, "" when empty
+        return pd.read_csv(path, keep_default_na=False, na_values=[], dtype=str)
     # round_trip: every number reads back as the double attnlab wrote (the
     # default parser can be one unit in the last place off).
     df = pd.read_csv(path, keep_default_na=False, na_values=_NA, dtype={"run_id": str}, float_precision="round_trip")
@@ -54,11 +56,12 @@ def _read_csv(path) -> pd.DataFrame:
     return df.astype(types)
 
 
-def read_summary(results_dir: str) -> pd.DataFrame:
+def read_summary(results_dir: str, as_text: bool = False) -> pd.DataFrame:
     """results_dir/summary.csv: run_id, status, every configuration key (empty
     where it does not apply to a run), final and best val and test metrics,
-    steps, wall_s, params, state sizes, lr_selected, reason (docs/outputs.md)."""
-    return _read_csv(os.path.join(results_dir, SUMMARY_FILE))
+    steps, wall_s, params, state sizes, lr_selected, reason (docs/outputs.md).
+    as_text: every cell the string attnlab wrote ("" when empty), no types."""
+    return _read_csv(os.path.join(results_dir, SUMMARY_FILE), as_text)
 
 
 def read_metrics(run_dir: str) -> pd.DataFrame:
@@ -95,7 +98,7 @@ def swept_keys(ids: list[str]) -> list[str]:
     return keys
 
 
-def curves_from_runs(results_dir: str) -> pd.DataFrame:
+def curves_from_runs(results_dir: str, as_text: bool = False) -> pd.DataFrame:
     """Every results_dir/runs/<run_id>/metrics.csv in one DataFrame led by
     run_id, seed and the other swept keys (their values from summary.csv),
     in the run order of run_ids: the table curves.csv holds."""
@@ -116,13 +119,14 @@ def curves_from_runs(results_dir: str) -> pd.DataFrame:
             w.writerow(["run_id"] + lead + rows[0])
         cells = summary.get(run_id, {})
         w.writerows([run_id] + [cells.get(k, "") for k in lead] + row for row in rows[1:])
-    return _read_csv(io.StringIO(out.getvalue()))
+    return _read_csv(io.StringIO(out.getvalue()), as_text)
 
 
-def read_curves(results_dir: str) -> pd.DataFrame:
+def read_curves(results_dir: str, as_text: bool = False) -> pd.DataFrame:
     """The learning curves of every run: results_dir/curves.csv when it exists,
-    else curves_from_runs(results_dir) (the same table)."""
+    else curves_from_runs(results_dir) (the same table). as_text: as in
+    read_summary."""
     path = os.path.join(results_dir, CURVES_FILE)
     if os.path.isfile(path):
-        return _read_csv(path)
-    return curves_from_runs(results_dir)
+        return _read_csv(path, as_text)
+    return curves_from_runs(results_dir, as_text)

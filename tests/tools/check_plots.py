@@ -147,6 +147,37 @@ def check_chosen(data, figures):
           f"(got {final['axes'][0]['lines']})")
 
 
+def check_text_axes(figures):
+    """The text fixture's figures are fit for language modelling: bits per byte on linear axes with plain,
+    readable ticks, step 0 left out of the curves and the axes zoomed to the values (not 0 to 1), and every
+    figure restricted to the variants at their chosen rate."""
+    def plain(labels):
+        return len([t for t in labels if t]) >= 3 and not any("10^" in t or "\\times" in t or "$" in t
+                                                              for t in labels)
+
+    for name in ("loss_curves", "chosen_loss_curves"):
+        for a in figures.get(name, {"axes": []})["axes"]:
+            where = f"lr_selected/{name}/{a['title']}"
+            check("bits/byte" in a["ylabel"], f"{where}: the loss in bits per byte (got {a['ylabel']!r})")
+            check(a["yscale"] == "linear", f"{where}: a linear loss axis (got {a['yscale']})")
+            check(plain(a["yticklabels"]), f"{where}: 3 or more plain tick labels (got {a['yticklabels']})")
+            check(a["first_x"] is not None and a["first_x"] > 0, f"{where}: step 0 left out (first x {a['first_x']})")
+            check(a["ylim"][1] < 6.5, f"{where}: zoomed on the trained values, not the step-0 loss (ylim {a['ylim']})")
+    for a in figures.get("accuracy_curves", {"axes": []})["axes"]:
+        check(a["ylim"][1] - a["ylim"][0] < 0.6,
+              f"lr_selected/accuracy_curves/{a['title']}: accuracy axis fitted to the values (ylim {a['ylim']})")
+    final = figures.get("by_numerator", {"axes": [], "title": ""})
+    check("chosen learning rate" in final["title"],
+          f"lr_selected/by_numerator: at each variant's chosen rate (title {final['title']!r})")
+    ylabels = [a["ylabel"] for a in final["axes"]]
+    check(any("bits/byte" in y for y in ylabels), f"lr_selected/by_numerator: loss in bits per byte ({ylabels})")
+    for a in final["axes"]:
+        lo, hi = a["ylim"]
+        check(plain(a["yticklabels"]) and (hi - lo < 0.6 or "bits" in a["ylabel"]),
+              f"lr_selected/by_numerator/{a['ylabel']}: a fitted axis with plain ticks (ylim {a['ylim']}, "
+              f"{a['yticklabels']})")
+
+
 def check_no_chosen(script, data, work):
     """A summary whose lr_selected column marks no run writes no chosen_* figure."""
     folder = os.path.join(work, "none_selected")
@@ -182,6 +213,7 @@ def main():
         drawn_figures = check_fixture(script, data, work, name, figures)
         if name == "lr_selected":
             check_chosen(data, drawn_figures)
+            check_text_axes(drawn_figures)
     check_no_chosen(script, data, work)
 
     empty = os.path.join(work, "empty")
