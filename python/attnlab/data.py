@@ -22,7 +22,9 @@ them. Only numpy is needed (no torch).
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
 from typing import Iterator
 
 import numpy as np
@@ -342,8 +344,20 @@ class _TextData:
     evaluation windows at k T of their part (the same for every seed)."""
 
     def __init__(self, t: dict):
-        with open(t["path"], "rb") as f:
-            self.data = np.frombuffer(f.read(), dtype=np.uint8)
+        path = t["path"]
+        # As attnlab: the size and sha256 config.yaml records must be the file's,
+        # else the windows would be other bytes than the run trained on.
+        if t.get("size") and os.path.getsize(path) != int(t["size"]):
+            raise ValueError(f"task.path: {path} has {os.path.getsize(path)} bytes, the run's task.size says "
+                             f"{t['size']} (the file changed since the run was made)")
+        with open(path, "rb") as f:
+            raw = f.read()
+        if t.get("sha256"):
+            digest = hashlib.sha256(raw).hexdigest()
+            if digest != t["sha256"]:
+                raise ValueError(f"task.path: {path} has sha256 {digest}, the run's task.sha256 says "
+                                 f"{t['sha256']} (the file changed since the run was made)")
+        self.data = np.frombuffer(raw, dtype=np.uint8)
         self.T = int(t["seq_len"])
         self.train_bytes, self.e = text_split(len(self.data), float(t["holdout"]))
         self.starts = self.train_bytes - self.T  # offsets 0 .. train_bytes - T - 1
