@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attnlab/run/run_dir.hpp"
+#include "attnlab/run/sweep_dir.hpp"
 #include "attnlab/train/resume_state.hpp"
 #include "attnlab/train/checkpoint.hpp"
 #include "attnlab/train/resume_state.hpp"
@@ -63,6 +64,30 @@ TEST_CASE("run dir: result.yaml is written atomically and read back field by fie
     CHECK(back->first_nonpositive_step == r.first_nonpositive_step);
     for (const fs::directory_entry& e : fs::directory_iterator(tmp.path()))
         CHECK(e.path().filename() == result_filename);  // no temporary left behind
+}
+
+TEST_CASE("run dir: the build that made a run is read back, and a sweep of several builds is named", "[run_dir]") {
+    temp_dir tmp;
+    run_result r = sample_result();
+    CHECK_FALSE(read_run_result((tmp / result_filename).string()));
+    write_run_result(tmp.path().string(), r);
+    CHECK_FALSE(read_run_result((tmp / result_filename).string())->build);  // older files: not recorded
+    r.build = build_info{"abc123", "Release", "avx2", 2};
+    write_run_result(tmp.path().string(), r);
+    CHECK_THAT(read_text(tmp / result_filename),
+               Catch::EndsWith("build: {commit: \"abc123\", build_type: \"Release\", isa: \"avx2\", threads: 2}\n"));
+    const auto back = read_run_result((tmp / result_filename).string());
+    REQUIRE(back->build);
+    CHECK(describe(*back->build) == "abc123 Release avx2 2 threads");
+
+    std::vector<summary_entry> entries(3, summary_entry{nullptr, r});
+    CHECK(build_mix_text(entries).empty());  // one build
+    entries[2].result.build->threads = 1;
+    CHECK(build_mix_text(entries) == "2 runs by abc123 Release avx2 2 threads, 1 run by abc123 Release avx2 1 threads");
+    entries[1].result.build.reset();
+    CHECK_THAT(build_mix_text(entries), Catch::Contains("1 run by (not recorded)"));
+    CHECK_FALSE(current_build(3).commit.empty());
+    CHECK(current_build(3).threads == 3);
 }
 
 TEST_CASE("run dir: an absent result.yaml is none, a malformed one an io_error naming it", "[run_dir]") {

@@ -23,6 +23,7 @@ import importlib
 # name -> module that defines it
 _EXPORTS = {
     "read_checkpoint": "checkpoint", "read_config": "checkpoint", "read_safetensors": "checkpoint",
+    "read_safetensors_header": "checkpoint", "read_run_facts": "checkpoint",
     "NO_TARGET": "data", "Rng": "data", "derive_seed": "data", "STREAM_TRAIN": "data", "STREAM_TEST": "data",
     "Task": "data", "test_set": "data", "train_batches": "data", "model_vocab_size": "data",
     "train_seq_len": "data", "test_seq_len": "data", "val_set": "data", "text_split": "data",

@@ -197,13 +197,22 @@ class Reference:
     """The docs/model.md model over a dict of named parameter tensors.
 
     cfg: a run configuration as nested dicts (the layout of config.yaml);
-    params: parameter name (docs/model.md) -> tensor (e.g. from load_params). Every computation
+    params: parameter name (docs/model.md) -> tensor (e.g. from load_params);
+    vocab, max_positions: the run's facts (read_run_facts), checked against
+    the parameters; by default the embedding's and pos.weight's rows. Every computation
     runs in the parameters' dtype.
     """
 
-    def __init__(self, cfg: dict, params: dict[str, torch.Tensor]):
+    def __init__(self, cfg: dict, params: dict[str, torch.Tensor], vocab: int | None = None,
+                 max_positions: int | None = None):
         self.cfg = cfg
         self.params = params
+        if "embed.weight" not in params:
+            raise ValueError("checkpoint does not match the config: missing ['embed.weight']")
+        self.vocab = int(vocab) if vocab is not None else int(params["embed.weight"].shape[0])
+        pos = params.get("pos.weight")
+        self.max_positions = (int(max_positions) if max_positions is not None
+                              else int(pos.shape[0]) if pos is not None else None)
         m, a = cfg["model"], cfg["attention"]
         self.layers = int(m["layers"])
         self.D = int(m["d_model"])
@@ -242,13 +251,10 @@ class Reference:
         return names + ["norm.weight", "head.weight"]
 
     def expected_shapes(self) -> dict[str, tuple]:
-        """docs/model.md shapes, from the config alone (vocabulary and longest input per docs/tasks.md)."""
-        t = self.cfg["task"]
-        V = int(t["vocab"]) + 2 if t["kind"] == "copy" else int(t["vocab"])
-        if t["kind"] == "copy":  # inputs x_1..x_n SEP x_1..x_n without the last token
-            T_max = 2 * max(int(t["max_len"]), int(t.get("test_max_len", t["max_len"])))
-        else:
-            T_max = int(t["seq_len"])
+        """docs/model.md shapes. The vocabulary and the learned positions' rows
+        are the run's facts (the checkpoint's metadata, read_run_facts), else
+        those of the parameters themselves: never worked out from the task."""
+        V, T_max = self.vocab, self.max_positions
         D, H, HS = self.D, self.H, self.HS
         if self.mlp == "swiglu":
             F_ = int(self.cfg["model"].get("mlp_hidden", 0)) or -(-D // 3) * 8  # ceil(8D/3) up to a multiple of 8

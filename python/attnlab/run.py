@@ -11,17 +11,18 @@ import numpy as np
 import torch
 
 from . import data
-from .checkpoint import read_checkpoint, read_config
+from .checkpoint import read_checkpoint, read_config, read_run_facts
 from .model import NO_TARGET, Reference
 
 
 def load_model(config: dict, params: dict[str, np.ndarray], dtype=torch.float64,
-               requires_grad: bool = False) -> Reference:
+               requires_grad: bool = False, facts: dict | None = None) -> Reference:
     """The PyTorch model of a config over named parameters (numpy arrays, e.g.
     from read_checkpoint), held in `dtype`; names and shapes are checked
-    against the config."""
+    against the config and `facts` (read_run_facts: vocab, max_positions)."""
     tensors = {name: torch.tensor(a, dtype=dtype).requires_grad_(requires_grad) for name, a in params.items()}
-    return Reference(config, tensors)
+    facts = facts or {}
+    return Reference(config, tensors, vocab=facts.get("vocab"), max_positions=facts.get("max_positions"))
 
 
 def load_run(run_dir: str, dtype=torch.float64) -> tuple[dict, Reference]:
@@ -29,7 +30,7 @@ def load_run(run_dir: str, dtype=torch.float64) -> tuple[dict, Reference]:
     and the model with model.safetensors' weights (float32 on disk, computed in
     `dtype`). model.forward(tokens, targets) gives the loss and logits."""
     config = read_config(run_dir)
-    return config, load_model(config, read_checkpoint(run_dir), dtype)
+    return config, load_model(config, read_checkpoint(run_dir), dtype, facts=read_run_facts(run_dir))
 
 
 def evaluate(model: Reference, tokens, targets, batch: int | None = None) -> dict[str, float]:

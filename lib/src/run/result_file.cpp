@@ -58,6 +58,9 @@ std::string run_result_to_yaml(const run_result& r) {
         s << "baselines: {unigram_test_loss: " << yaml_number(r.baselines->unigram)
           << ", bigram_test_loss: " << yaml_number(r.baselines->bigram) << "}\n";
     if (!r.attention_form.empty()) s << "attention_form: " << form_name(r.attention_form) << "\n";
+    if (r.build)
+        s << "build: {commit: " << yaml_quoted(r.build->commit) << ", build_type: " << yaml_quoted(r.build->build_type)
+          << ", isa: " << yaml_quoted(r.build->isa) << ", threads: " << r.build->threads << "}\n";
     return s.str();
 }
 
@@ -113,6 +116,9 @@ std::optional<run_result> read_run_result(const std::string& path) {
         if (const YAML::Node b = n["baselines"])
             r.baselines = baseline_losses{parse_number(b["unigram_test_loss"]), parse_number(b["bigram_test_loss"])};
         if (n["attention_form"]) r.attention_form = n["attention_form"].as<std::string>();  // absent before chunked
+        if (const YAML::Node b = n["build"])  // absent before provenance was recorded
+            r.build = build_info{b["commit"].as<std::string>(), b["build_type"].as<std::string>(),
+                                 b["isa"].as<std::string>(), b["threads"].as<int>()};
         return r;
     } catch (const YAML::Exception& e) {
         throw io_error(path + ": malformed run result (" + e.what() + ")");

@@ -330,7 +330,8 @@ attempt sweep_runner::train_one(std::size_t i, bool wait) {
     bool saved = false;
     cb.on_finished = [&](const transformer<float>& model) {
         if (!params_finite(model)) return;
-        checkpoint_save(dir + "/" + checkpoint_filename, model);
+        const build_info build = current_build(per_run_threads_);
+        checkpoint_save(dir + "/" + checkpoint_filename, model, &build);
         saved = true;
     };
     // Resume state: when stopped, and every save_every_s seconds.
@@ -342,7 +343,9 @@ attempt sweep_runner::train_one(std::size_t i, bool wait) {
                      res.steps, steps, state_path);
         return {attempt_kind::interrupted, res};
     }
-    write_run_result(dir, res);
+    run_result done = res;
+    done.build = current_build(per_run_threads_);
+    write_run_result(dir, done);
     std::error_code ec;
     fs::remove(state_path, ec);  // after result.yaml: the run is done, its state of no more use
     if (resume) {
@@ -361,7 +364,7 @@ attempt sweep_runner::train_one(std::size_t i, bool wait) {
                      res.best_test.token_acc);
         if (!saved) spdlog::warn("{} parameters not finite; no checkpoint saved", tg);
     }
-    return {attempt_kind::trained, res};
+    return {attempt_kind::trained, done};
 }
 
 // The next run for a worker: the queue in spec order, then the runs put off

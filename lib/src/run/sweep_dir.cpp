@@ -237,7 +237,25 @@ summarize_outcome summarize_sweep_dir(const std::string& dir, const report_optio
     std::sort(out.strays.begin(), out.strays.end());
     write_summary_files(dir, dir + "/runs", spec, entries);
     out.edge_warnings = edge_of_grid_warnings(spec, select_learning_rates(spec, entries));
+    out.builds = build_mix_text(entries);
     return out;
+}
+
+std::string build_mix_text(const std::vector<summary_entry>& entries) {
+    std::vector<std::pair<std::string, int>> counts;  // in order of first appearance
+    for (const auto& e : entries) {
+        const std::string b = e.result.build ? describe(*e.result.build) : "(not recorded)";
+        const auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == b; });
+        if (it == counts.end())
+            counts.emplace_back(b, 1);
+        else
+            ++it->second;
+    }
+    if (counts.size() < 2) return "";
+    std::string text;
+    for (const auto& [b, n] : counts)
+        text += (text.empty() ? "" : ", ") + std::to_string(n) + (n == 1 ? " run by " : " runs by ") + b;
+    return text;
 }
 
 }  // namespace attnlab

@@ -11,8 +11,16 @@
 
 namespace attnlab {
 
-void checkpoint_save(const std::string& path, const transformer<float>& model) {
-    safetensors_write(path, model.layout().named_tensors(), model.params);
+void checkpoint_save(const std::string& path, const transformer<float>& model, const build_info* build) {
+    safetensors_metadata meta{{"vocab", std::to_string(model.vocab())},
+                              {"max_positions", std::to_string(model.max_T())}};
+    if (build) {
+        meta.emplace_back("commit", build->commit);
+        meta.emplace_back("build_type", build->build_type);
+        meta.emplace_back("isa", build->isa);
+        meta.emplace_back("threads", std::to_string(build->threads));
+    }
+    safetensors_write(path, model.layout().named_tensors(), model.params, meta);
 }
 
 void checkpoint_load(const std::string& path, transformer<float>& model) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "attnlab/run/summary.hpp"
 #include "attnlab/spec/spec.hpp"
 
 namespace attnlab {
@@ -78,8 +79,16 @@ struct summarize_outcome {
     std::vector<std::pair<std::string, std::string>> missing;  // run id, why not done
     std::vector<std::string> strays;                           // dirs in runs/ that are no run of the spec
     std::vector<std::string> edge_warnings;                    // variants chosen at an edge of their grid
+    std::string builds;  // build_mix_text of the done runs: "" when one build made them all
 };
 // `report`: a baseline that replaces the spec's reports (summarize --baseline), or null.
 summarize_outcome summarize_sweep_dir(const std::string& dir, const report_options* report = nullptr);
+
+// When the runs were made by more than one build of attnlab (result.yaml's
+// `build:`: commit, build type, kernels' instruction set, threads), the
+// builds with their run counts, e.g. "3 runs by 1a2b3c Release avx2 2
+// threads, 1 run by (not recorded)"; "" when one build made them all.
+// Their results then agree within float noise only (docs/running.md).
+std::string build_mix_text(const std::vector<summary_entry>& entries);
 
 }  // namespace attnlab

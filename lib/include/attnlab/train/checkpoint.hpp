@@ -14,8 +14,11 @@ namespace attnlab {
 
 inline constexpr const char* checkpoint_filename = "model.safetensors";
 
-// Writes the model's parameters to `path` atomically.
-void checkpoint_save(const std::string& path, const transformer<float>& model);
+// Writes the model's parameters to `path` atomically. The header's metadata
+// holds what a reader needs to rebuild the model beside config.yaml (vocab,
+// max_positions: the embedding's and the learned positions' rows) and, when
+// `build` is given, the provenance of build_info.hpp (docs/outputs.md).
+void checkpoint_save(const std::string& path, const transformer<float>& model, const build_info* build = nullptr);
 
 // Replaces the model's parameters by those in `path`. Throws io_error naming
 // the file when it is missing, malformed, or holds another model (a tensor

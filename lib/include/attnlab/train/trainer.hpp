@@ -13,6 +13,7 @@
 #include "attnlab/model/transformer.hpp"
 #include "attnlab/config/run_config.hpp"
 #include "attnlab/tasks/task.hpp"
+#include "attnlab/util/build_info.hpp"
 
 namespace attnlab {
 
@@ -61,6 +62,9 @@ struct run_result {
     // reports it; "" when unknown (result.yaml written before the chunked form
     // existed).
     std::string attention_form;
+    // The build that trained the run (result.yaml's `build:`); absent in
+    // files written before it was recorded. Provenance, not configuration.
+    std::optional<build_info> build;
 };
 
 // Records the evaluation at `step` (evaluations come in step order, the first

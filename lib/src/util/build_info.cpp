@@ -1,0 +1,35 @@
+// build_info.hpp: the commit and build type come from CMake (this file only,
+// so that a new commit recompiles one file).
+#include "attnlab/util/build_info.hpp"
+
+#ifndef ATTNLAB_GIT_COMMIT
+#define ATTNLAB_GIT_COMMIT "unknown"
+#endif
+#ifndef ATTNLAB_BUILD_TYPE
+#define ATTNLAB_BUILD_TYPE "unknown"
+#endif
+
+namespace attnlab {
+
+namespace {
+// The clone ops/target_clones.hpp's ATTNLAB_CLONES picks on this CPU (GCC
+// resolves the clones by the same test).
+std::string kernel_isa() {
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return "avx512f";
+    if (__builtin_cpu_supports("avx2")) return "avx2";
+#endif
+    return "baseline";
+}
+}  // namespace
+
+build_info current_build(int threads) {
+    return {ATTNLAB_GIT_COMMIT, ATTNLAB_BUILD_TYPE, kernel_isa(), threads};
+}
+
+std::string describe(const build_info& b) {
+    return b.commit + " " + b.build_type + " " + b.isa + " " + std::to_string(b.threads) + " threads";
+}
+
+}  // namespace attnlab
