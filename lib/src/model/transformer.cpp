@@ -166,6 +166,11 @@ void transformer<T>::forward_shard(const shard& sh, attention_scratch<T>& scratc
 }
 
 template <class T>
+const std::vector<T>& transformer<T>::answer_logits() const {
+    return logits_;
+}
+
+template <class T>
 attention_inputs<T> transformer<T>::attention_inputs_of(int l) const {
     const block_offsets& bo = off_.blocks[l];
     const layer_acts& a = acts_[l];

@@ -83,6 +83,10 @@ public:
     static int micro_batch_sequences(int Tn);
     void zero_grad();
 
+    // The logits (A, V) of the last forward at its answer positions, in row
+    // order (attnlab generate reads the last position's).
+    const std::vector<T>& answer_logits() const;
+
     // Threads (batch shards) the last forward ran on.
     int shard_count() const { return static_cast<int>(shards_.size()); }
 
