@@ -344,6 +344,17 @@ TEST_CASE("spec corpus: did you mean, for --set and for config files", "[spec][c
         error_of({"train.schedule=cosin"}),
         StartsWith("--set: train.schedule: expected one of cosine, constant, got 'cosin', did you mean 'cosine'?"));
     CHECK_THAT(error_of({"nothing.like.it=1"}), !Contains("did you mean"));
+    // The papers' names of variants (docs/attention.md "The papers' names").
+    for (const char* l2 : {"l2", "L2", "l2norm", "l2_norm"})
+        CHECK_THAT(error_of({std::string("attention.denominator=") + l2}), Contains("did you mean 'norm'?"));
+    CHECK_THAT(error_of({"attention.denominator=softmax_gate"}),
+               Contains("did you mean 'none' with out_gate: true and clamp: 5?"));
+    CHECK_THAT(error_of({"attention.denominator=softmax_divS_gate"}), Contains("did you mean 'gate'?"));
+    CHECK_THAT(error_of({"attention.denominator=softmax_divs"}), Contains("did you mean 'length'?"));
+    CHECK_THAT(error_of({"attention.numerator=linear_elu"}), Contains("did you mean 'elu1'?"));
+    CHECK_THAT(error_of({"attention.numerator=linear_relu"}), Contains("did you mean 'relu'?"));
+    CHECK_THAT(error_of({"attention.numerator=softmax"}), Contains("did you mean 'exp'?"));
+    CHECK_THAT(error_of({"attention.denominator=rms_norm"}), Contains("did you mean 'rmsnorm'?"));
 
     const std::string config = run_config_to_yaml(parse_spec(spec, "spec.yaml").base);
     auto config_error_of = [](const std::string& text) {

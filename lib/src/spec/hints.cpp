@@ -100,6 +100,40 @@ std::string dotted_key_hint(const std::string& key) {
     return "expected one of " + join(keys, ", ");
 }
 
+std::string choice_hint(const std::string& key, const std::string& value, const std::vector<std::string>& choices) {
+    // The papers' names (Mongaras & Larson; Katharopoulos et al.) and common
+    // spellings, matched without case: what the spec writes for each.
+    struct alias {
+        const char* key;
+        const char* name;
+        const char* hint;
+    };
+    static const alias aliases[] = {
+        {"attention.denominator", "l2", "'norm'? (the L2 norm)"},
+        {"attention.denominator", "l2norm", "'norm'? (the L2 norm)"},
+        {"attention.denominator", "l2_norm", "'norm'? (the L2 norm)"},
+        {"attention.denominator", "rms_norm", "'rmsnorm'?"},
+        {"attention.denominator", "layer_norm", "'layernorm'?"},
+        {"attention.denominator", "sum", "'softmax'? (u_t / z_t)"},
+        {"attention.denominator", "softmax_gate",
+         "'none' with out_gate: true and clamp: 5? (the paper's gate; 'gate' divides it by t)"},
+        {"attention.denominator", "softmax_divs_gate", "'gate'? (out gate times u_t / t; with clamp: 5)"},
+        {"attention.denominator", "softmax_divs", "'length'? (u_t / t; with clamp: 5)"},
+        {"attention.numerator", "softmax", "'exp'? (softmax is numerator: exp, denominator: softmax)"},
+        {"attention.numerator", "softmax_gate", "'exp'? (the paper's gate is exp, denominator: none, out_gate: true, "
+                                                "clamp: 5)"},
+        {"attention.numerator", "linear_elu", "'elu1'?"},
+        {"attention.numerator", "elu", "'elu1'? (elu(x) + 1)"},
+        {"attention.numerator", "linear_relu", "'relu'?"},
+        {"attention.numerator", "linear_cosine", "'cosine'?"},
+        {"attention.numerator", "squared", "'power' with order: 2?"},
+    };
+    const std::string v = lower(value);
+    for (const alias& a : aliases)
+        if (key == a.key && v == a.name) return std::string(", did you mean ") + a.hint;
+    return did_you_mean(value, as_candidates(choices));
+}
+
 }  // namespace attnlab::spec_internal
 
 namespace attnlab {

@@ -23,6 +23,12 @@ std::vector<candidate> config_candidates(const std::string& section, const std::
 // Candidates for a dotted key (sweep, --set).
 std::vector<candidate> dotted_candidates();
 
+// The hint for a value of an enum key that is none of its choices: the
+// papers' names of attention variants (l2, softmax_gate, linear_elu, ...:
+// docs/attention.md "The papers' names") with their spec spelling, else
+// did_you_mean over the choices.
+std::string choice_hint(const std::string& key, const std::string& value, const std::vector<std::string>& choices);
+
 // For a dotted key that names nothing: the keys it was probably meant to be.
 std::string dotted_key_hint(const std::string& key);
 

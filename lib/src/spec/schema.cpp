@@ -323,7 +323,7 @@ value parse_value(const key_def& d, const YAML::Node& n, const where& at) {
             break;
         case vtype::choice:
             if (std::find(d.choices.begin(), d.choices.end(), t) == d.choices.end())
-                bad(describe(n) + did_you_mean(t, as_candidates(d.choices)));
+                bad(describe(n) + choice_hint(d.key, t, d.choices));
             v.name = t;
             break;
         case vtype::text:
