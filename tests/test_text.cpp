@@ -448,14 +448,40 @@ TEST_CASE("text: outputs leave seq_acc empty and report bits per byte and the ba
     CHECK(cell.at("task.vocab").empty());
     CHECK(cell.at("task.size") == "32615");
 
-    // table.md: the baselines on top, empty seq_acc cells, a bits_per_byte column.
+    // table.md: the baselines on top, a bits_per_byte column, and for text
+    // runs only no column that cannot apply (solved, seq_acc).
     const std::string table = read_text(sweep / "table.md");
     CHECK_THAT(table, Contains("Baselines, for scale"));
-    CHECK_THAT(table, Contains("| bits_per_byte |"));
-    CHECK_THAT(table, Contains(" |  |  | "));  // seq_acc and seq_acc by seed
+    CHECK_THAT(table, Contains("| runs | diverged | val_loss | token_acc | token_acc by seed | loss | bits_per_byte |"));
+    CHECK_THAT(table, !Contains("seq_acc |") && !Contains("solved |"));
     CHECK_THAT(table, !Contains("nan"));
-    CHECK_THAT(table, Contains(" | 0 | – | "));  // runs, diverged, then no "solved" count for a language model
-    CHECK_THAT(table, Contains("(s0: "));        // each seed's bits per byte
+    CHECK_THAT(table, Contains("| 1 | 0 | "));  // runs, diverged, then the validation loss
+    CHECK_THAT(table, Contains("(s0: "));       // each seed's bits per byte
+
+    // The run's provenance and facts: result.yaml's build, the checkpoint's metadata.
+    CHECK_THAT(result, Contains("\nbuild: {commit: \""));
+    CHECK_THAT(result, Contains(", threads: "));
+    const std::string ckpt = read_text(run / "model.safetensors");
+    CHECK_THAT(ckpt.substr(0, 4096), Contains("\"vocab\":\"256\"") && Contains("\"max_positions\":\"16\"") &&
+                                         Contains("\"isa\":\"") && Contains("\"commit\":\""));
+
+    // generate: greedy decoding gives the same bytes in both forms; a seed fixes a sample.
+    auto generate = [&](const std::vector<std::string>& extra) {
+        std::vector<std::string> args = {"generate", run.string(), "--prompt", "In the", "--tokens", "12"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        return run_cli(args);
+    };
+    const auto greedy_rec = generate({"--temperature", "0", "--form", "recurrent"});
+    const auto greedy_par = generate({"--temperature", "0", "--form", "parallel"});
+    INFO(greedy_rec.err);
+    REQUIRE(greedy_rec.code == 0);
+    REQUIRE(greedy_par.code == 0);
+    CHECK(greedy_rec.out == greedy_par.out);
+    CHECK(greedy_rec.out.size() == 13);  // 12 bytes and a newline
+    CHECK_THAT(greedy_rec.err, Contains("12 tokens in") && Contains("recurrent form: per token median"));
+    CHECK(generate({"--seed", "3"}).out == generate({"--seed", "3"}).out);
+    const auto bad = generate({"--form", "sideways"});
+    CHECK(bad.code == 2);
 
     // eval: the last test row's loss and accuracy, bits per byte instead of a seq_acc.
     std::vector<std::string> last_test;

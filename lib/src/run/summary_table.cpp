@@ -48,12 +48,20 @@ const char* const metric_header =
     " runs | diverged | solved | val_loss | token_acc | token_acc by seed | seq_acc | "
     "seq_acc by seed | loss |";
 constexpr int metric_columns = 9;
+// A table of text runs only: no solved or seq_acc columns (they cannot apply).
+const char* const text_metric_header = " runs | diverged | val_loss | token_acc | token_acc by seed | loss |";
+constexpr int text_metric_columns = 6;
 // Experiments with text runs: the test loss in bits per byte as well.
 const char* const bits_header = " bits_per_byte |";
 
 bool any_text(const std::vector<summary_entry>& entries) {
     return std::any_of(entries.begin(), entries.end(),
                        [](const summary_entry& e) { return e.point->config.task.kind == task_kind::text; });
+}
+bool only_text(const std::vector<summary_entry>& entries) {
+    return !entries.empty() && std::all_of(entries.begin(), entries.end(), [](const summary_entry& e) {
+        return e.point->config.task.kind == task_kind::text;
+    });
 }
 
 // "s0: 0.281, s1: 0.974, s2: diverged": each seed's value of one metric.
@@ -90,7 +98,7 @@ std::string bits_by_seed(const std::vector<summary_entry>& entries, const std::v
 // sequence accuracy does not apply (text) its cells are empty, as is the
 // bits column for tasks other than text.
 std::string metric_cells(const std::vector<summary_entry>& entries, const std::vector<std::size_t>& members,
-                         bool bits_column) {
+                         bool bits_column, bool text_only) {
     const task_config& task = entries[members.front()].point->config.task;  // groups share their task
     const bool seq_applies = traits_of(task.kind).sequence_accuracy;
     const bool per_byte = task.kind == task_kind::text;
@@ -112,11 +120,13 @@ std::string metric_cells(const std::vector<summary_entry>& entries, const std::v
     std::ostringstream s;
     s << " " << members.size() << " | " << diverged << " | ";
     // "solved" means nothing for a language model.
-    if (per_byte)
+    if (text_only)
+        ;  // no solved column
+    else if (per_byte)
         s << "– | ";
     else
         s << solved << "/" << members.size() << " | ";
-    std::string seq_cells = " | ";  // text: two empty cells
+    std::string seq_cells = text_only ? "" : " | ";  // text: two empty cells, or no column
     if (seq_applies) {
         seq_cells = tok.empty() ? std::string("–") : fmt(stats(seq));
         seq_cells += " | ";
@@ -135,10 +145,10 @@ std::string metric_cells(const std::vector<summary_entry>& entries, const std::v
     }
     if (tok.empty())
         return s.str() + "– | – | " + by_seed(entries, members, &eval_metrics::token_acc) + " | " + seq_cells +
-               " | – |" + bits_cell;
+               (text_only ? "– |" : " | – |") + bits_cell;
     s << fmt(stats(val_loss)) << " | " << fmt(stats(tok)) << " | "
-      << by_seed(entries, members, &eval_metrics::token_acc) << " | " << seq_cells << " | " << fmt(stats(loss)) << " |"
-      << bits_cell;
+      << by_seed(entries, members, &eval_metrics::token_acc) << " | " << seq_cells << (text_only ? "" : " | ")
+      << fmt(stats(loss)) << " |" << bits_cell;
     return s.str();
 }
 
@@ -187,11 +197,14 @@ std::string spike_cell(const std::vector<summary_entry>& entries, const std::vec
     return out + " |";
 }
 
-void table_header(std::ostringstream& s, const std::vector<std::string>& keys, bool bits_column, bool spike_column) {
+void table_header(std::ostringstream& s, const std::vector<std::string>& keys, bool bits_column, bool spike_column,
+                  bool text_only) {
     s << "|";
     for (const auto& k : keys) s << " " << k << " |";
-    s << metric_header << (bits_column ? bits_header : "") << (spike_column ? " loss_spikes by seed |" : "") << "\n|";
-    for (std::size_t i = 0; i < keys.size() + metric_columns + (bits_column ? 1 : 0) + (spike_column ? 1 : 0); ++i)
+    s << (text_only ? text_metric_header : metric_header) << (bits_column ? bits_header : "")
+      << (spike_column ? " loss_spikes by seed |" : "") << "\n|";
+    const int columns = text_only ? text_metric_columns : metric_columns;
+    for (std::size_t i = 0; i < keys.size() + columns + (bits_column ? 1 : 0) + (spike_column ? 1 : 0); ++i)
         s << "---|";
     s << "\n";
 }
@@ -231,11 +244,12 @@ std::string summary_table_md(const experiment_spec& spec, const std::vector<summ
     if (any_spike_count(entries))
         s << "loss_spikes = training steps whose loss exceeds " << spike_factor << " times the median of the "
           << spike_window << " steps before (runs with train.log_every: 1; – where a run has no per-step losses).\n\n";
-    const bool bits_column = any_text(entries);
+    const bool bits_column = any_text(entries), text_only = only_text(entries);
     const bool spike_column = any_spike_count(entries);
     if (bits_column)
         s << "Text runs: loss and val_loss in nats per byte, bits_per_byte = test loss / ln 2 (mean ± std, then each "
-             "seed's value); seq_acc and solved do not apply (empty, –).\n\n"
+             "seed's value); seq_acc and solved do not apply ("
+          << (text_only ? "no columns" : "empty, –") << ").\n\n"
           << baselines_text(entries);
 
     const lr_selection lr = select_learning_rates(spec, entries);
@@ -248,24 +262,24 @@ std::string summary_table_md(const experiment_spec& spec, const std::vector<summ
              "variant's grid: a better rate may lie beyond it.\n\n";
         std::vector<std::string> keys = grouping_keys(spec, true);
         keys.push_back(std::string(lr_key) + " (chosen)");
-        table_header(s, keys, bits_column, spike_column);
+        table_header(s, keys, bits_column, spike_column, text_only);
         for (const lr_choice& c : lr.variants) {
             std::vector<std::string> values = c.variant;
             const lr_candidate& chosen = c.rates[c.chosen];
             values.push_back(chosen.lr + edge_mark(c.edge));
-            table_row(
-                s, values,
-                metric_cells(entries, chosen.members, bits_column) + spike_cell(entries, chosen.members, spike_column));
+            table_row(s, values,
+                      metric_cells(entries, chosen.members, bits_column, text_only) +
+                          spike_cell(entries, chosen.members, spike_column));
         }
         s << "\n" << comparisons_section(spec, entries) << "## Every learning rate\n\n";
     } else {
         s << comparisons_section(spec, entries);
     }
     const std::vector<std::string> keys = grouping_keys(spec, false);
-    table_header(s, keys, bits_column, spike_column);
+    table_header(s, keys, bits_column, spike_column, text_only);
     for (const run_group& g : group_runs(entries, keys))
         table_row(s, g.values,
-                  metric_cells(entries, g.members, bits_column) + spike_cell(entries, g.members, spike_column));
+                  metric_cells(entries, g.members, bits_column, text_only) + spike_cell(entries, g.members, spike_column));
     return s.str();
 }
 
