@@ -27,6 +27,7 @@
 #include "attnlab/util/error.hpp"
 #include "cli_values.hpp"
 #include "commands.hpp"
+#include "data_files.hpp"
 
 namespace attnlab::cli {
 
@@ -40,7 +41,7 @@ void add_bench_train(CLI::App& bench, action& chosen) {
     auto config = std::make_shared<std::string>();
     auto overrides = std::make_shared<std::vector<std::string>>();
     auto opt = std::make_shared<train_bench_options>();
-    opt->torch_script = std::string(ATTNLAB_SOURCE_DIR) + "/reference/bench_torch.py";
+    opt->torch_script = data_file("reference/bench_torch.py");
     auto no_torch = std::make_shared<bool>(false);
     cmd->add_option("SPEC", *spec, "Spec whose first run's model, attention, task and batch are timed")
         ->type_name("SPEC");

@@ -21,6 +21,7 @@
 #include "attnlab/util/subprocess.hpp"
 #include "cli_values.hpp"
 #include "commands.hpp"
+#include "data_files.hpp"
 
 namespace attnlab::cli {
 
@@ -54,7 +55,7 @@ std::string plot_python() {
 // Runs scripts/plot_probe.py on `dir`; missing python, script or matplotlib
 // skip the figures with a warning. Any other failure of the script is an error.
 void draw_probe_figure(const std::string& dir, const std::string& title) {
-    const std::string script = std::string(ATTNLAB_SOURCE_DIR) + "/scripts/plot_probe.py";
+    const std::string script = data_file("scripts/plot_probe.py");
     const std::string python = plot_python();
     std::error_code ec;
     if (!fs::is_regular_file(script, ec)) {

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Runs the examples of attnlab's documentation, so that they cannot rot.
 
-usage: check_docs.py --attnlab BUILD/app/attnlab [--python PY] [--crosscheck-dump PATH] FILE.md...
+usage: check_docs.py --attnlab BUILD/app/attnlab [--install BUILD] [--python PY] [--crosscheck-dump PATH] FILE.md...
 
 First it runs tests/tools/check_doc_facts.py: numbers stated in several docs
 agree (with the true count where one is computed), and every path a doc names
@@ -18,10 +18,16 @@ scripts/, python/, experiments/ and reference/ folders):
 Other fenced blocks (output, text) and indented blocks (set-up commands,
 error messages) are not run. Exits 1 naming the file, the block's line and
 the command's output when an example fails.
+
+With --install BUILD, the examples run as a user who followed the README:
+HOME is a temporary folder, `cmake --install BUILD --prefix ~/.local` has
+put attnlab in ~/.local/bin (first on PATH) and its scripts and Python
+package in ~/.local/share/attnlab, and only experiments/ is linked.
 """
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -57,14 +63,43 @@ def blocks(path):
         i += 1
 
 
-def run_file(md, attnlab, python):
+def install(build, home):
+    """`cmake --install BUILD --prefix HOME/.local`; returns HOME/.local/bin."""
+    prefix = os.path.join(home, ".local")
+    r = subprocess.run(["cmake", "--install", build, "--prefix", prefix], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"docs: FAILED: cmake --install {build} --prefix {prefix}:\n{r.stdout}")
+    return os.path.join(prefix, "bin")
+
+
+def run_file(md, attnlab, python, build=None):
+    """Runs the examples of one file; with `build`, as a user of the install (only experiments/ is linked
+    into the folder: the scripts and the Python package come from ~/.local/share/attnlab)."""
+    home = tempfile.mkdtemp(prefix="attnlab-docs-home-") if build else None
+    try:
+        return run_blocks(md, attnlab, python, home, build)
+    finally:
+        if home:
+            shutil.rmtree(home, ignore_errors=True)
+
+
+def run_blocks(md, attnlab, python, home, build):
     env = dict(os.environ)
-    env["PATH"] = os.path.dirname(os.path.abspath(attnlab)) + os.pathsep + env.get("PATH", "")
-    env["PYTHONPATH"] = os.path.join(REPO, "python") + os.pathsep + env.get("PYTHONPATH", "")
+    bin_dir = os.path.dirname(os.path.abspath(attnlab))
+    package = os.path.join(REPO, "python")
+    links = ("scripts", "python", "experiments", "reference")
+    if build:
+        env["HOME"] = home
+        bin_dir = install(build, home)
+        package = os.path.join(home, ".local", "share", "attnlab", "python")
+        links = ("experiments",)
+    env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
+    env["PYTHONPATH"] = package + os.pathsep + env.get("PYTHONPATH", "")
     env["ATTNLAB_PYTHON"] = python
     ran = 0
     with tempfile.TemporaryDirectory(prefix="attnlab-docs-") as work:
-        for name in ("scripts", "python", "experiments", "reference"):
+        for name in links:
             os.symlink(os.path.join(REPO, name), os.path.join(work, name))
         for kind, line, text, file_name in blocks(md):
             where = f"{os.path.relpath(md, REPO)}:{line}"
@@ -93,6 +128,7 @@ def run_file(md, attnlab, python):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--attnlab", required=True)
+    p.add_argument("--install", metavar="BUILD", help="run as after `cmake --install BUILD --prefix ~/.local`")
     p.add_argument("--python", default=os.environ.get("ATTNLAB_PYTHON", "/usr/bin/python3"))
     p.add_argument("files", nargs="+")
     p.add_argument("--crosscheck-dump", default=None,
@@ -106,7 +142,7 @@ def main():
         return 1
     total = 0
     for md in a.files:
-        ok, ran = run_file(md, a.attnlab, a.python)
+        ok, ran = run_file(md, a.attnlab, a.python, a.install)
         total += ran
         if not ok:
             return 1
