@@ -285,7 +285,15 @@ def heads_name(run):
 def piece(run, key):
     v = run.get(key)
     if key == "attention.denominator":
+        # The labels of docs/attention.md "The papers' names": `gate` divides by t, the paper's gate is
+        # `none` with an output gate.
+        if v == "gate":
+            return "gate / t"
+        if v == "none" and run.get("attention.out_gate") == "true":
+            return "paper's gate"
         return v
+    if key == "attention.out_gate" and run.get("attention.denominator") == "none":
+        return ""  # named with the denominator
     if key == "attention.clamp":
         return f"clamp {v}" if v else ""
     if key == "model.heads":
@@ -427,9 +435,20 @@ def readable_log_axis(ax):
 
 
 def zoom_axis(ax, drawn, last_step):
-    """A linear y axis over the values drawn from ZOOM_FROM of training on (band included), 6 plain ticks."""
+    """A linear y axis over the values drawn from ZOOM_FROM of training on (band included), 6 plain ticks.
+    drawn: (label, steps, median, low, high) per series. A series whose last median lies far above the
+    others' (beyond Q3 + 3 IQR of the last medians) would squash them: it is left off the zoom and named
+    in the panel with its last value."""
+    last = [(med[-1], label) for label, _, med, _, _ in drawn if len(med)]
+    outliers = set()
+    if len(last) >= 4:
+        q1, q3 = np.percentile([v for v, _ in last], [25, 75])
+        fence = q3 + 3 * max(q3 - q1, 1e-3 * abs(q3))
+        outliers = {label for v, label in last if v > fence}
     lo, hi = [], []
-    for steps, low, high in drawn:
+    for label, steps, _, low, high in drawn:
+        if label in outliers:
+            continue
         keep = steps >= ZOOM_FROM * last_step
         lo += list(low[keep])
         hi += list(high[keep])
@@ -437,6 +456,10 @@ def zoom_axis(ax, drawn, last_step):
         a, b = min(lo), max(hi)
         pad = max(0.06 * (b - a), 1e-3 * abs(b), 1e-6)
         ax.set_ylim(a - pad, b + pad)
+    if outliers:
+        ax.text(0.98, 0.97, "above the axis: " + "; ".join(f"{label} ({v:.2f})" for v, label in last
+                                                           if label in outliers),
+                transform=ax.transAxes, ha="right", va="top", fontsize=7.5, color="0.25")
     ax.yaxis.set_major_locator(MaxNLocator(nbins=6))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
 
@@ -458,7 +481,7 @@ def curve_figure(panels, series, metrics, splits, title, scale, panel_height=2.9
                 steps, med, lo, hi = series_over_steps(runs, split, metric, skip_step0=zoom)
                 if len(steps) == 0:
                     continue
-                drawn.append((steps, lo, hi))
+                drawn.append((label, steps, med, lo, hi))
                 ax.fill_between(steps, lo, hi, color=st["color"], alpha=0.12, lw=0)
                 ax.plot(steps, med, color=st["color"], ls=st["linestyle"], marker=st["marker"], ms=3.5, lw=1.4,
                         markevery=max(1, len(steps) // 8), label=label)
@@ -467,7 +490,7 @@ def curve_figure(panels, series, metrics, splits, title, scale, panel_height=2.9
             if scale == "log":
                 readable_log_axis(ax)
             elif zoom:
-                zoom_axis(ax, drawn, max((st[-1] for st, _, _ in drawn), default=0))
+                zoom_axis(ax, drawn, max((d[1][-1] for d in drawn), default=0))
             else:
                 ax.set_ylim(-0.03, 1.03)
             if ri == len(rows) - 1:
