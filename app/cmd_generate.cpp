@@ -111,9 +111,10 @@ void add_generate(CLI::App& app, action& chosen) {
             const bool learned = cfg.model.position == position_kind::learned;
             const sample_context ctx = fit_context(prompt, o->tokens, learned ? trained_T : 0);
             if (ctx.dropped > 0)
-                spdlog::warn("the prompt is cut to its last {} tokens: the run learned {} positions and {} are to "
-                             "be generated",
-                             ctx.prompt.size(), trained_T, o->tokens);
+                spdlog::warn(
+                    "the prompt is cut to its last {} tokens: the run learned {} positions and {} are to "
+                    "be generated",
+                    ctx.prompt.size(), trained_T, o->tokens);
             else if (ctx.max_len > trained_T)
                 spdlog::warn("generating up to position {}, past the {} positions the run was trained on", ctx.max_len,
                              trained_T);
@@ -123,20 +124,22 @@ void add_generate(CLI::App& app, action& chosen) {
             so.temperature = o->temperature;
             so.top_k = o->top_k;
             so.seed = o->seed;
-            const std::string form = !o->form.empty()                    ? o->form
+            const std::string form = !o->form.empty()                  ? o->form
                                      : has_finite_state(cfg.attention) ? "recurrent"
-                                                                        : "parallel";
+                                                                       : "parallel";
             so.form = form == "recurrent" ? attention_form::recurrent : attention_form::parallel;
             so.layout = o->layout == "full" ? state_layout::full : state_layout::symmetric;
 
             const int max_T = learned ? trained_T : std::max(ctx.max_len, trained_T);
             const memory_limit limit =
                 resolve_memory_limit(o->max_memory.empty() ? 0 : parse_size(o->max_memory, "--max-memory"));
-            const inference_memory need = estimate_sample_memory(cfg.model, cfg.attention, V, max_T, so.form, so.layout);
-            require_memory("generate from " + o->run_dir + " (" + form + " form)", need.total(),
-                           "model and activations " + format_bytes(static_cast<double>(need.model)) +
-                               (need.state ? ", recurrent states " + format_bytes(static_cast<double>(need.state)) : ""),
-                           limit, "Ask for fewer --tokens, or set --max-memory");
+            const inference_memory need =
+                estimate_sample_memory(cfg.model, cfg.attention, V, max_T, so.form, so.layout);
+            require_memory(
+                "generate from " + o->run_dir + " (" + form + " form)", need.total(),
+                "model and activations " + format_bytes(static_cast<double>(need.model)) +
+                    (need.state ? ", recurrent states " + format_bytes(static_cast<double>(need.state)) : ""),
+                limit, "Ask for fewer --tokens, or set --max-memory");
 
             transformer<float> model(cfg.model, cfg.attention, V, max_T);
             const std::string ckpt = o->run_dir + "/" + checkpoint_filename;

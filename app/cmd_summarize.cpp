@@ -42,9 +42,10 @@ void add_summarize(CLI::App& app, action& chosen) {
                 spdlog::info("{} directories in {}/runs are no run of the spec (ignored), e.g. {}", res.strays.size(),
                              d, res.strays.front());
             if (!res.builds.empty())
-                spdlog::warn("the runs of {} come from different builds ({}): they agree within float noise, "
-                             "not bit for bit",
-                             d, res.builds);
+                spdlog::warn(
+                    "the runs of {} come from different builds ({}): they agree within float noise, "
+                    "not bit for bit",
+                    d, res.builds);
             spdlog::info("summarize: {}/{} runs done{}; wrote {}/summary.csv, curves.csv and table.md", res.found,
                          res.total, res.missing.empty() ? "" : fmt::format(", {} missing", res.missing.size()), d);
             return res.missing.empty() ? exit_ok : exit_failure;

@@ -36,8 +36,7 @@ attention_config variant(numerator_kind n, denominator_kind d, int order = 0) {
     return a;
 }
 
-std::vector<std::int32_t> sample(transformer<float>& model, const std::vector<std::int32_t>& prompt,
-                                 sample_options o) {
+std::vector<std::int32_t> sample(transformer<float>& model, const std::vector<std::int32_t>& prompt, sample_options o) {
     return generate_tokens(model, prompt, o, nullptr);
 }
 

@@ -452,7 +452,8 @@ TEST_CASE("text: outputs leave seq_acc empty and report bits per byte and the ba
     // runs only no column that cannot apply (solved, seq_acc).
     const std::string table = read_text(sweep / "table.md");
     CHECK_THAT(table, Contains("Baselines, for scale"));
-    CHECK_THAT(table, Contains("| runs | diverged | val_loss | token_acc | token_acc by seed | loss | bits_per_byte |"));
+    CHECK_THAT(table,
+               Contains("| runs | diverged | val_loss | token_acc | token_acc by seed | loss | bits_per_byte |"));
     CHECK_THAT(table, !Contains("seq_acc |") && !Contains("solved |"));
     CHECK_THAT(table, !Contains("nan"));
     CHECK_THAT(table, Contains("| 1 | 0 | "));  // runs, diverged, then the validation loss

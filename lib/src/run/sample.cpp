@@ -57,14 +57,13 @@ std::int32_t pick_token(const float* logits, int V, double temperature, int top_
 
 std::vector<std::int32_t> generate_tokens(transformer<float>& model, const std::vector<std::int32_t>& prompt,
                                           const sample_options& opt,
-                                          const std::function<void(std::int32_t, double)>& on_token,
-                                          double* prompt_s) {
+                                          const std::function<void(std::int32_t, double)>& on_token, double* prompt_s) {
     using clock = std::chrono::steady_clock;
     const int max_len = static_cast<int>(prompt.size()) + opt.tokens;
     if (prompt.empty() || max_len > model.max_T())
         throw std::logic_error("generate_tokens: prompt of " + std::to_string(prompt.size()) + " and " +
-                               std::to_string(opt.tokens) + " tokens for a model of " +
-                               std::to_string(model.max_T()) + " positions");
+                               std::to_string(opt.tokens) + " tokens for a model of " + std::to_string(model.max_T()) +
+                               " positions");
     rng r(opt.seed);
     std::vector<std::int32_t> seq = prompt, out;
     const int V = model.vocab();

@@ -120,8 +120,9 @@ std::string choice_hint(const std::string& key, const std::string& value, const 
         {"attention.denominator", "softmax_divs_gate", "'gate'? (out gate times u_t / t; with clamp: 5)"},
         {"attention.denominator", "softmax_divs", "'length'? (u_t / t; with clamp: 5)"},
         {"attention.numerator", "softmax", "'exp'? (softmax is numerator: exp, denominator: softmax)"},
-        {"attention.numerator", "softmax_gate", "'exp'? (the paper's gate is exp, denominator: none, out_gate: true, "
-                                                "clamp: 5)"},
+        {"attention.numerator", "softmax_gate",
+         "'exp'? (the paper's gate is exp, denominator: none, out_gate: true, "
+         "clamp: 5)"},
         {"attention.numerator", "linear_elu", "'elu1'?"},
         {"attention.numerator", "elu", "'elu1'? (elu(x) + 1)"},
         {"attention.numerator", "linear_relu", "'relu'?"},

@@ -24,9 +24,7 @@ std::string kernel_isa() {
 }
 }  // namespace
 
-build_info current_build(int threads) {
-    return {ATTNLAB_GIT_COMMIT, ATTNLAB_BUILD_TYPE, kernel_isa(), threads};
-}
+build_info current_build(int threads) { return {ATTNLAB_GIT_COMMIT, ATTNLAB_BUILD_TYPE, kernel_isa(), threads}; }
 
 std::string describe(const build_info& b) {
     return b.commit + " " + b.build_type + " " + b.isa + " " + std::to_string(b.threads) + " threads";

@@ -15,12 +15,12 @@
 namespace attnlab {
 
 struct sample_options {
-    int tokens = 200;                                  // tokens to generate
-    double temperature = 1.0;                          // 0: greedy (argmax)
-    int top_k = 0;                                     // 0: every token
-    std::uint64_t seed = 0;                            // the draws' stream
-    attention_form form = attention_form::recurrent;   // parallel: recompute every prefix
-    state_layout layout = state_layout::symmetric;     // of the recurrent form's Taylor states
+    int tokens = 200;                                 // tokens to generate
+    double temperature = 1.0;                         // 0: greedy (argmax)
+    int top_k = 0;                                    // 0: every token
+    std::uint64_t seed = 0;                           // the draws' stream
+    attention_form form = attention_form::recurrent;  // parallel: recompute every prefix
+    state_layout layout = state_layout::symmetric;    // of the recurrent form's Taylor states
 };
 
 // The context a generation runs in: the prompt, cut to its last tokens when
