@@ -115,6 +115,8 @@ def init_params(ref_cfg: dict, seed: int) -> dict[str, torch.Tensor]:
     if probe.short_conv:  # the benchmark's PyTorch model (torch_forward) has none
         raise ValueError("bench_torch: model.short_conv is not benchmarked")
     probe.out_gate = bool(a.get("out_gate", False)) or a["denominator"] == "gate"
+    # bench train gives the model's vocabulary and length as a lookup task of those sizes.
+    probe.vocab, probe.max_positions = int(ref_cfg["task"]["vocab"]), int(ref_cfg["task"]["seq_len"])
     residual_std = 0.02 / math.sqrt(2 * probe.layers)
     params = {}
     for name, shape in probe.expected_shapes().items():
