@@ -1,13 +1,8 @@
-// build_info.hpp: the commit and build type come from CMake (this file only,
-// so that a new commit recompiles one file).
+// build_info.hpp: the commit and build type come from a header CMake
+// generates (so that a new commit recompiles this file only).
 #include "attnlab/util/build_info.hpp"
 
-#ifndef ATTNLAB_GIT_COMMIT
-#define ATTNLAB_GIT_COMMIT "unknown"
-#endif
-#ifndef ATTNLAB_BUILD_TYPE
-#define ATTNLAB_BUILD_TYPE "unknown"
-#endif
+#include "attnlab_build_values.hpp"  // ATTNLAB_GIT_COMMIT, ATTNLAB_BUILD_TYPE (generated)
 
 namespace attnlab {
 
