@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <map>
 #include <set>
@@ -525,4 +526,19 @@ TEST_CASE("text: a tiny model learns more than the unigram statistics of the fix
                       << r.baselines->bigram);
     CHECK(r.final_test.loss < r.baselines->unigram);
     CHECK(std::isnan(r.final_test.seq_acc));
+}
+
+TEST_CASE("text: the file is read in pieces that stop when a stop is asked for, and hashed the same", "[text]") {
+    const task_config c = text_config(fixture, 16, 0.05, 8);
+    const std::atomic<bool> go{false}, stop{true};
+    CHECK(make_text_task(c, 0, &go)->vocab_size() == 256);
+    CHECK_THROWS_AS(make_text_task(c, 0, &stop), read_interrupted);
+    // The hash of the pieces is the hash of the whole, whatever the pieces.
+    const std::string bytes = read_text(fixture);
+    for (const std::size_t piece : {1, 63, 64, 65, 1000}) {
+        sha256_hasher h;
+        for (std::size_t at = 0; at < bytes.size(); at += piece)
+            h.update(bytes.data() + at, std::min(piece, bytes.size() - at));
+        CHECK(h.hex() == sha256_hex(bytes));
+    }
 }

@@ -1,10 +1,12 @@
 #include "attnlab/io/files.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -26,18 +28,6 @@ std::string this_host() {
     ::gethostname(host, sizeof host - 1);
     host[sizeof host - 1] = '\0';
     return host;
-}
-
-// Flushes a directory's entries (a rename in it) to disk; filesystems that
-// cannot sync a directory (EINVAL) are left as they are.
-void sync_directory(const std::string& dir) {
-    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) throw io_error("cannot open directory " + dir + ": " + std::strerror(errno));
-    const int rc = ::fsync(fd);
-    const int err = errno;
-    ::close(fd);
-    if (rc != 0 && err != EINVAL && err != EROFS)
-        throw io_error("cannot sync directory " + dir + ": " + std::strerror(err));
 }
 
 // "<name>.tmp.<host>.<pid>.<n>": the pid of the writer of a temporary of this
@@ -81,6 +71,16 @@ bool process_alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
 
 }  // namespace
 
+void sync_directory(const std::string& dir) {
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) throw io_error("cannot open directory " + dir + ": " + std::strerror(errno));
+    const int rc = ::fsync(fd);
+    const int err = errno;
+    ::close(fd);
+    if (rc != 0 && err != EINVAL && err != EROFS)
+        throw io_error("cannot sync directory " + dir + ": " + std::strerror(err));
+}
+
 void write_file_atomic(const std::string& path, const std::string& text) {
     const std::size_t tid = std::hash<std::thread::id>{}(std::this_thread::get_id());
     const std::string tmp =
@@ -114,6 +114,78 @@ std::string read_text_file(const std::string& path) {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) throw io_error(path + ": is a directory, expected a file");
     return read_file(path);
+}
+
+namespace {
+
+// What a non-regular file is, for the error.
+std::string file_kind(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
+
+// The file opened for reading, checked to be regular on the descriptor
+// itself (O_NONBLOCK: opening a FIFO does not wait for a writer).
+int open_regular(const std::string& path, std::uint64_t& size) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) throw io_error("cannot read " + path + ": " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        const int err = errno;
+        ::close(fd);
+        throw io_error("cannot read " + path + ": " + std::strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        ::close(fd);
+        throw io_error(path + ": is " + file_kind(st.st_mode) + ", expected a regular file");
+    }
+    size = static_cast<std::uint64_t>(st.st_size);
+    return fd;
+}
+
+}  // namespace
+
+std::uint64_t regular_file_size(const std::string& path) {
+    std::uint64_t size = 0;
+    ::close(open_regular(path, size));
+    return size;
+}
+
+void read_regular_file(const std::string& path, std::uint64_t size,
+                       const std::function<void(const char* data, std::size_t n)>& piece,
+                       const std::atomic<bool>* stop) {
+    const regular_file_reader file(path);  // closed however this ends
+    if (file.size() != size)
+        throw io_error(path + ": has " + std::to_string(file.size()) + " bytes, " + std::to_string(size) +
+                       " when it was measured (it changed)");
+    std::vector<char> buf(std::size_t{1} << 20);
+    for (std::uint64_t done = 0; done < size;) {
+        if (stop && stop->load()) throw read_interrupted("stopped while reading " + path);
+        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), size - done));
+        file.read_at(done, buf.data(), n);
+        piece(buf.data(), n);
+        done += n;
+    }
+}
+
+regular_file_reader::regular_file_reader(const std::string& path) : path_(path) { fd_ = open_regular(path, size_); }
+
+regular_file_reader::~regular_file_reader() { ::close(fd_); }
+
+void regular_file_reader::read_at(std::uint64_t offset, char* out, std::size_t n) const {
+    for (std::size_t done = 0; done < n;) {
+        const ssize_t got = ::pread(fd_, out + done, n - done, static_cast<off_t>(offset + done));
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) throw io_error("cannot read " + path_ + ": " + std::strerror(errno));
+        if (got == 0)
+            throw io_error(path_ + ": ended at byte " + std::to_string(offset + done) + ", before the " +
+                           std::to_string(n) + " bytes at " + std::to_string(offset) + " (it changed)");
+        done += static_cast<std::size_t>(got);
+    }
 }
 
 std::string read_file(const std::string& path) {

@@ -310,23 +310,46 @@ std::string safetensors_encode(const tensor_list& layout, const std::vector<floa
     return out;
 }
 
-std::vector<float> safetensors_decode(const std::string& bytes, const std::string& label, const tensor_list& layout,
-                                      safetensors_metadata* metadata) {
-    if (metadata) metadata->clear();
-    if (bytes.size() < length_bytes)
-        throw io_error(label + ": not a safetensors file: " + std::to_string(bytes.size()) +
+namespace {
+
+// A safetensors header can be this long at most (the reference reader's
+// limit): a longer length is not read, whatever the file's size.
+constexpr std::uint64_t max_header_bytes = std::uint64_t{100} << 20;
+
+// The header length in the first 8 bytes, checked against the file's size.
+std::uint64_t header_length(const char* first8, std::uint64_t file_size, const std::string& label) {
+    if (file_size < length_bytes)
+        throw io_error(label + ": not a safetensors file: " + std::to_string(file_size) +
                        " bytes, too short for the 8-byte header length");
     std::uint64_t n = 0;
     for (std::size_t i = 0; i < length_bytes; ++i)
-        n |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
-    const std::uint64_t after_length = bytes.size() - length_bytes;
+        n |= static_cast<std::uint64_t>(static_cast<unsigned char>(first8[i])) << (8 * i);
+    const std::uint64_t after_length = file_size - length_bytes;
     if (n > after_length)
         throw io_error(label + ": header length " + std::to_string(n) + " is larger than the file (" +
                        std::to_string(after_length) + " bytes follow the length): truncated or not a safetensors file");
+    if (n > max_header_bytes)
+        throw io_error(label + ": header length " + std::to_string(n) + " is more than the " +
+                       std::to_string(max_header_bytes) + " bytes a safetensors header may have");
+    return n;
+}
 
+// Where each of the layout's tensors lies in the data section.
+struct tensor_place {
+    const named_tensor* param;
+    std::uint64_t begin;  // in the data section
+};
+
+// Checks the header (`n` bytes) against the data section's size and the
+// layout, before any data is read: a file too long, short or of another
+// model is refused at the cost of its header.
+std::vector<tensor_place> check_header(const char* header_bytes, std::uint64_t n, std::uint64_t data_size,
+                                       const std::string& label, const tensor_list& layout,
+                                       safetensors_metadata* metadata) {
+    if (metadata) metadata->clear();
     parsed_header header;
     try {
-        header = parse_header(bytes.data() + length_bytes, bytes.data() + length_bytes + n);
+        header = parse_header(header_bytes, header_bytes + n);
     } catch (const json_syntax_error& e) {
         throw io_error(label + ": malformed JSON header at header byte " + std::to_string(e.pos) + ": " + e.what);
     }
@@ -342,7 +365,6 @@ std::vector<float> safetensors_decode(const std::string& bytes, const std::strin
     }
 
     // The tensors must tile the data section exactly: no overlap, no gap, no tail.
-    const std::uint64_t data_size = after_length - n;
     std::vector<const header_tensor*> by_begin;
     std::uint64_t needed = 0;
     for (const auto& t : tensors) {
@@ -385,16 +407,30 @@ std::vector<float> safetensors_decode(const std::string& bytes, const std::strin
         throw io_error(label + ": does not match the model of this config: " + what);
     }
 
-    std::vector<float> params(flat_size(layout));
-    const char* data = bytes.data() + length_bytes + n;
+    std::vector<tensor_place> places;
     for (const auto& p : layout) {
         const auto it =
             std::find_if(tensors.begin(), tensors.end(), [&](const header_tensor& t) { return t.name == p.name; });
         if (it->shape != to_int64(p.shape))
             throw io_error(label + ": " + p.name + ": shape " + shape_text(it->shape) + " in file, model expects " +
                            shape_text(to_int64(p.shape)));
-        std::memcpy(params.data() + p.offset, data + it->begin, p.size * sizeof(float));
+        places.push_back({&p, it->begin});
     }
+    return places;
+}
+
+}  // namespace
+
+std::vector<float> safetensors_decode(const std::string& bytes, const std::string& label, const tensor_list& layout,
+                                      safetensors_metadata* metadata) {
+    if (metadata) metadata->clear();
+    const std::uint64_t n = header_length(bytes.data(), bytes.size(), label);
+    const std::uint64_t data_size = bytes.size() - length_bytes - n;
+    const auto places = check_header(bytes.data() + length_bytes, n, data_size, label, layout, metadata);
+    std::vector<float> params(flat_size(layout));
+    const char* data = bytes.data() + length_bytes + n;
+    for (const tensor_place& t : places)
+        std::memcpy(params.data() + t.param->offset, data + t.begin, t.param->size * sizeof(float));
     return params;
 }
 
@@ -405,7 +441,23 @@ void safetensors_write(const std::string& path, const tensor_list& layout, const
 
 std::vector<float> safetensors_read(const std::string& path, const tensor_list& layout,
                                     safetensors_metadata* metadata) {
-    return safetensors_decode(read_file(path), path, layout, metadata);
+    // The header first: a file of another size than its header says is
+    // refused before its data is read (a 20 GB file costs 8 bytes and the header).
+    if (metadata) metadata->clear();
+    const regular_file_reader file(path);
+    char first8[length_bytes] = {};
+    file.read_at(0, first8, std::min<std::uint64_t>(length_bytes, file.size()));
+    const std::uint64_t n = header_length(first8, file.size(), path);
+    std::string header(static_cast<std::size_t>(n), '\0');
+    file.read_at(length_bytes, header.data(), header.size());
+    const std::uint64_t data_size = file.size() - length_bytes - n;
+    const auto places = check_header(header.data(), n, data_size, path, layout, metadata);
+    // The data section is now exactly the layout's floats, which the memory guard counted.
+    std::vector<float> params(flat_size(layout));
+    for (const tensor_place& t : places)
+        file.read_at(length_bytes + n + t.begin, reinterpret_cast<char*>(params.data() + t.param->offset),
+                     t.param->size * sizeof(float));
+    return params;
 }
 
 }  // namespace attnlab

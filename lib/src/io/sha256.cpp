@@ -2,6 +2,7 @@
 // message padded with 0x80, zeros and its length in bits (big-endian).
 #include "attnlab/io/sha256.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -52,20 +53,36 @@ void compress(std::array<std::uint32_t, 8>& h, const unsigned char* block) {
 
 }  // namespace
 
-std::string sha256_hex(const std::string& bytes) {
-    std::array<std::uint32_t, 8> h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                      0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-    const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
-    const std::size_t n = bytes.size();
+sha256_hasher::sha256_hasher()
+    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
+
+void sha256_hasher::update(const char* bytes, std::size_t n) {
+    const auto* data = reinterpret_cast<const unsigned char*>(bytes);
+    total_ += n;
     std::size_t at = 0;
-    for (; at + 64 <= n; at += 64) compress(h, data + at);
+    if (pending_ > 0) {  // complete the block begun by an earlier piece
+        const std::size_t take = std::min(n, block_.size() - pending_);
+        std::copy_n(data, take, block_.begin() + static_cast<std::ptrdiff_t>(pending_));
+        pending_ += take;
+        at = take;
+        if (pending_ < block_.size()) return;
+        compress(h_, block_.data());
+        pending_ = 0;
+    }
+    for (; at + 64 <= n; at += 64) compress(h_, data + at);
+    std::copy_n(data + at, n - at, block_.begin());
+    pending_ = n - at;
+}
+
+std::string sha256_hasher::hex() const {
+    std::array<std::uint32_t, 8> h = h_;
     // The tail, 0x80, zeros, and the length in bits: one or two blocks.
     unsigned char tail[128] = {};
-    const std::size_t rest = n - at;
-    for (std::size_t i = 0; i < rest; ++i) tail[i] = data[at + i];
+    const std::size_t rest = pending_;
+    for (std::size_t i = 0; i < rest; ++i) tail[i] = block_[i];
     tail[rest] = 0x80;
     const std::size_t blocks = rest + 1 + 8 <= 64 ? 1 : 2;
-    const std::uint64_t bits = static_cast<std::uint64_t>(n) * 8;
+    const std::uint64_t bits = static_cast<std::uint64_t>(total_) * 8;
     for (int i = 0; i < 8; ++i)
         tail[blocks * 64 - 1 - static_cast<std::size_t>(i)] = static_cast<unsigned char>(bits >> (8 * i));
     for (std::size_t b = 0; b < blocks; ++b) compress(h, tail + 64 * b);
@@ -76,6 +93,12 @@ std::string sha256_hex(const std::string& bytes) {
         hex += buf;
     }
     return hex;
+}
+
+std::string sha256_hex(const std::string& bytes) {
+    sha256_hasher s;
+    s.update(bytes.data(), bytes.size());
+    return s.hex();
 }
 
 }  // namespace attnlab

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "attnlab/io/files.hpp"
 #include "attnlab/io/sha256.hpp"
 #include "attnlab/tasks/text.hpp"
 #include "attnlab/util/error.hpp"
@@ -23,20 +24,25 @@ struct file_facts {
     std::string sha256;
 };
 
-// Every run of a sweep names the same file: it is read and hashed once per
-// path, size and modification time.
-file_facts facts_of(const std::string& path) {
+// Every run of a sweep names the same file: it is hashed once per path,
+// size and modification time. It is measured first (only a regular file has
+// a size a read keeps to) and refused above the limit before a byte is read;
+// then hashed in pieces, so validating never holds the file.
+file_facts facts_of(const std::string& path, const std::function<void(std::uint64_t)>& check_size) {
     static std::mutex mu;
     static std::map<std::tuple<std::string, std::uintmax_t, fs::file_time_type>, file_facts> known;
+    const std::uint64_t size = regular_file_size(path);  // io_error naming the file
+    check_size(size);
     std::error_code ec;
-    const auto key = std::make_tuple(path, fs::file_size(path, ec), fs::last_write_time(path, ec));
+    const auto key = std::make_tuple(path, size, fs::last_write_time(path, ec));
     {
         std::lock_guard<std::mutex> g(mu);
         if (!ec)
             if (auto it = known.find(key); it != known.end()) return it->second;
     }
-    const std::string bytes = read_text_file(path);  // io_error naming the file
-    file_facts f{bytes.size(), sha256_hex(bytes)};
+    sha256_hasher hash;
+    read_regular_file(path, size, [&](const char* data, std::size_t n) { hash.update(data, n); });
+    file_facts f{static_cast<std::size_t>(size), hash.hex()};
     std::lock_guard<std::mutex> g(mu);
     if (!ec) known[key] = f;
     return f;
@@ -57,16 +63,19 @@ void record_task_file(run_config& cfg, const std::string& folder,
     task_config& t = cfg.task;
     if (t.kind != task_kind::text) return;
     const std::string path = absolute_path(t.path, folder);
+    const auto check_size = [&](std::uint64_t size) {
+        if (size == 0) fail(at("task.path"), path + " is empty" + at_point);
+        if (size > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
+            fail(at("task.path"), path + " has " + std::to_string(size) + " bytes, more than the " +
+                                      std::to_string(std::numeric_limits<int>::max()) + " a text task takes" +
+                                      at_point);
+    };
     file_facts f;
     try {
-        f = facts_of(path);
+        f = facts_of(path, check_size);
     } catch (const io_error& e) {
         fail(at("task.path"), std::string("cannot read the text file: ") + e.what() + at_point);
     }
-    if (f.size == 0) fail(at("task.path"), path + " is empty" + at_point);
-    if (f.size > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-        fail(at("task.path"), path + " has " + std::to_string(f.size) + " bytes, more than the " +
-                                  std::to_string(std::numeric_limits<int>::max()) + " a text task takes" + at_point);
     if (!t.sha256.empty() && t.sha256 != f.sha256)
         fail(at("task.sha256"),
              path + " has sha256 " + f.sha256 + ", not the " + t.sha256 + " the spec asks for" + at_point);

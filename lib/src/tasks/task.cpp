@@ -58,13 +58,13 @@ void generated_task::next_train_batch(batch& out, int B) {
     }
 }
 
-std::unique_ptr<task> make_task(const task_config& cfg, std::uint64_t seed) {
+std::unique_ptr<task> make_task(const task_config& cfg, std::uint64_t seed, const std::atomic<bool>* stop) {
     switch (cfg.kind) {
         case task_kind::copy: return make_copy_task(cfg, seed);
         case task_kind::lookup: return make_lookup_task(cfg, seed);
         case task_kind::selective_copy: return make_selective_copy_task(cfg, seed);
         case task_kind::induction: return make_induction_task(cfg, seed);
-        case task_kind::text: return make_text_task(cfg, seed);
+        case task_kind::text: return make_text_task(cfg, seed, stop);
     }
     throw std::logic_error("make_task: unknown task kind");
 }

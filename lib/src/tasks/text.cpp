@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -131,19 +132,33 @@ baseline_losses byte_baselines(const std::string& bytes, const text_split& split
     return out;
 }
 
-std::unique_ptr<task> make_text_task(const task_config& cfg, std::uint64_t seed) {
+std::unique_ptr<task> make_text_task(const task_config& cfg, std::uint64_t seed, const std::atomic<bool>* stop) {
     require_task_rules(cfg);
     if (cfg.seq_len < 1 || cfg.path.empty())
         throw std::logic_error("text: need task.seq_len >= 1 and a task.path, got seq_len " +
                                std::to_string(cfg.seq_len));
-    std::string bytes = read_text_file(cfg.path);
-    // The loader recorded the file's size and checksum: a file changed since is refused.
-    if (cfg.size > 0 && bytes.size() != static_cast<std::size_t>(cfg.size))
-        throw config_error("task.path: " + cfg.path + " has " + std::to_string(bytes.size()) +
+    // Measured before it is read: the loader recorded the file's size (the
+    // memory guard counted it), and a file changed since is refused.
+    const std::uint64_t size = regular_file_size(cfg.path);
+    if (cfg.size > 0 && size != static_cast<std::uint64_t>(cfg.size))
+        throw config_error("task.path: " + cfg.path + " has " + std::to_string(size) +
                            " bytes, the run's task.size says " + std::to_string(cfg.size) +
                            " (the file changed since the spec was loaded)");
+    if (size > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
+        throw config_error("task.path: " + cfg.path + " has " + std::to_string(size) + " bytes, more than the " +
+                           std::to_string(std::numeric_limits<int>::max()) + " a text task takes");
+    std::string bytes;
+    bytes.reserve(static_cast<std::size_t>(size));
+    sha256_hasher hash;  // piece by piece, so that a stop is seen while hashing too
+    read_regular_file(
+        cfg.path, size,
+        [&](const char* data, std::size_t n) {
+            bytes.append(data, n);
+            if (!cfg.sha256.empty()) hash.update(data, n);
+        },
+        stop);
     if (!cfg.sha256.empty())
-        if (const std::string sum = sha256_hex(bytes); sum != cfg.sha256)
+        if (const std::string sum = hash.hex(); sum != cfg.sha256)
             throw config_error("task.path: " + cfg.path + " has sha256 " + sum + ", the run's task.sha256 says " +
                                cfg.sha256 + " (the file changed since the spec was loaded)");
     return std::make_unique<text_task>(std::move(bytes), cfg, seed);

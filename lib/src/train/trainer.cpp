@@ -9,6 +9,7 @@
 
 #include "attnlab/model/make_model.hpp"
 #include "attnlab/train/optimizer.hpp"
+#include "attnlab/util/error.hpp"
 #include "attnlab/util/subnormals.hpp"
 
 namespace attnlab {
@@ -87,7 +88,20 @@ eval_metrics evaluate(transformer<float>& model, const batch& data, int chunk_B)
 run_result train_run(const run_config& cfg, const train_callbacks& cb, const train_state* resume) {
     const auto t0 = clock_type::now();
     const subnormals_flushed fast_underflow;  // sharp softmax rows would otherwise slow x86 ~12x
-    auto data = make_task(cfg.task, static_cast<std::uint64_t>(cfg.seed));
+    // Ctrl-C while a large text file loads: stopped before step 0, nothing to save yet.
+    const auto stopped_before_start = [](const std::string& why) {
+        run_result stopped;
+        stopped.status = run_status::interrupted;
+        stopped.reason = why;
+        return stopped;
+    };
+    std::unique_ptr<task> data;
+    try {
+        data = make_task(cfg.task, static_cast<std::uint64_t>(cfg.seed), cb.stop);
+    } catch (const read_interrupted& e) {
+        return stopped_before_start(e.what());
+    }
+    if (cb.stop && cb.stop->load()) return stopped_before_start("interrupted while the task's data was made");
     // Where every position is an answer (text), "every answer right" is not a metric.
     const bool seq_acc_applies = traits_of(cfg.task.kind).sequence_accuracy;
     auto applicable = [seq_acc_applies](eval_metrics m) {

@@ -5,6 +5,7 @@
 // (an answer position) or no_target; loss and accuracy count answer positions
 // only.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -67,7 +68,7 @@ public:
 
 // Training stream seeded from derive_seed(seed, stream_train), test set from
 // derive_seed(seed, stream_test), validation set from derive_seed(seed,
-// stream_val): disjoint by construction.
-std::unique_ptr<task> make_task(const task_config& cfg, std::uint64_t seed);
+// stream_val): disjoint by construction. `stop`: see make_text_task.
+std::unique_ptr<task> make_task(const task_config& cfg, std::uint64_t seed, const std::atomic<bool>* stop = nullptr);
 
 }  // namespace attnlab

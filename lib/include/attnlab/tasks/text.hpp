@@ -11,6 +11,7 @@
 //   tokens   c d e
 //   targets  d e f
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -34,7 +35,9 @@ baseline_losses byte_baselines(const std::string& bytes, const text_split& split
 // cfg.size and cfg.sha256 when they are set (config_error naming the file
 // when it differs). Throws std::logic_error when the config breaks the
 // task's rules or no training or evaluation window fits (the loader refuses
-// such a config first).
-std::unique_ptr<task> make_text_task(const task_config& cfg, std::uint64_t seed);
+// such a config first). The file must be a regular one; its reading stops
+// with read_interrupted when `*stop` is set (Ctrl-C while a large file loads).
+std::unique_ptr<task> make_text_task(const task_config& cfg, std::uint64_t seed,
+                                     const std::atomic<bool>* stop = nullptr);
 
 }  // namespace attnlab

@@ -18,4 +18,9 @@ struct io_error : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// A long read given up because a stop was asked for (Ctrl-C, SIGTERM).
+struct read_interrupted : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
 }  // namespace attnlab
