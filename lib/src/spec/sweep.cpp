@@ -5,7 +5,10 @@
 #include <cctype>
 #include <cstring>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
+#include "attnlab/util/yaml_quoted.hpp"
 #include "hints.hpp"
 #include "schema.hpp"
 
@@ -38,11 +41,11 @@ grid parse_grid(const YAML::Node& m, const std::string& file, const std::string&
         if (!v.IsSequence()) fail(key_at, "expected a list of values, got " + describe(v));
         if (v.size() == 0) fail(key_at, "empty list of values");
         axis a{key, {}};
+        std::unordered_set<std::string> texts;  // a set, not a scan: lists of 10^5 values
         for (const YAML::Node& item : v) {
             where at{file, line_of(item) ? line_of(item) : key_at.line, key_at.path};
             entry e{parse_value(*d, item, at), origin::sweep, at};
-            for (const entry& prev : a.values)
-                if (prev.v.text() == e.v.text()) fail(at, "duplicate value " + e.v.text());
+            if (!texts.insert(e.v.text()).second) fail(at, "duplicate value " + e.v.text());
             a.values.push_back(e);
         }
         g.axes.push_back(std::move(a));
@@ -90,11 +93,11 @@ std::vector<entry> parse_seeds(const YAML::Node& n, const std::string& file, int
     if (!n.IsSequence()) fail({file, line, path}, "expected a list of integers >= 0, got " + describe(n));
     if (n.size() == 0) fail({file, line, path}, "empty list of seeds");
     std::vector<entry> seeds;
+    std::unordered_set<long long> seen;
     for (const YAML::Node& item : n) {
         where at{file, line_of(item) ? line_of(item) : line, path};
         entry e{parse_value(seed, item, at), origin::sweep, at};
-        for (const entry& prev : seeds)
-            if (prev.v.i == e.v.i) fail(at, "duplicate seed " + e.v.text());
+        if (!seen.insert(static_cast<long long>(e.v.i)).second) fail(at, "duplicate seed " + e.v.text());
         seeds.push_back(e);
     }
     return seeds;
@@ -113,6 +116,32 @@ std::string run_id(const std::vector<swept_value>& swept) {
         if (!std::isalnum(static_cast<unsigned char>(ch)) && !std::strchr("._=,+-", ch)) ch = '_';
     return id;
 }
+
+namespace {
+
+// A run's swept values with its text file's resolved path for task.path, so
+// that cA.txt, ./cA.txt and ../dir/cA.txt are one run; length-prefixed, so
+// that no two different runs share it.
+std::string same_run_key(const run_point& rp) {
+    std::string key;
+    for (const swept_value& s : rp.swept) {
+        const std::string& v = s.key == "task.path" ? rp.config.task.path : s.value;
+        key += s.key + "=" + std::to_string(v.size()) + ":" + v + ";";
+    }
+    return key;
+}
+
+// "task.path=\"c 1.txt\",seed=0": a point as written, quoted where its id would change it.
+std::string point_text(const std::vector<swept_value>& swept) {
+    std::string out;
+    for (const swept_value& s : swept) {
+        const std::string id_part = run_id({{"", s.value}}).substr(1);
+        out += (out.empty() ? "" : ",") + s.key + "=" + (id_part == s.value ? s.value : yaml_quoted(s.value));
+    }
+    return out;
+}
+
+}  // namespace
 
 void check_run_count(const std::vector<grid>& grids, std::size_t n_seeds, const where& at) {
     // Counts stop growing past the limit, so that no product overflows.
@@ -136,7 +165,8 @@ void expand_runs(experiment_spec& spec, const config_source& base, const entries
                  const std::vector<grid>& grids, const std::vector<entry>& seeds, const where& id_at) {
     // Points of each grid in row-major order of its keys as written; ids list
     // the keys in swept_keys order, so a point has one id whichever grid gives it.
-    std::set<std::string> seen;
+    std::unordered_map<std::string, std::size_t> by_id;  // run id -> its run in spec.runs
+    std::unordered_set<std::string> seen;                // same_run_key of every run made
     auto emit = [&](const run_config& cfg, const std::vector<swept_value>& point,
                     const std::vector<entry>& point_seeds) {
         for (const entry& s : point_seeds) {
@@ -148,7 +178,16 @@ void expand_runs(experiment_spec& spec, const config_source& base, const entries
                 fail(id_at, "run id of " + std::to_string(rp.id.size()) +
                                 " characters, longer than a file name can be (" + std::to_string(max_file_name) +
                                 "): " + rp.id.substr(0, 60) + "...; sweep fewer keys");
-            if (seen.insert(rp.id).second) spec.runs.push_back(std::move(rp));
+            // The same point again, or the same file under another spelling: one run, at its first place.
+            if (!seen.insert(same_run_key(rp)).second) continue;
+            // Ids are made safe by a many-to-one replacement: two runs must not share one.
+            if (const auto it = by_id.find(rp.id); it != by_id.end())
+                fail(id_at, "two different runs would get the run id " + rp.id + ": " +
+                                point_text(spec.runs[it->second].swept) + " and " + point_text(rp.swept) +
+                                " (characters outside [A-Za-z0-9._=,+-] become _ in a run id); make them differ "
+                                "in characters a run id keeps (rename one file)");
+            by_id.emplace(rp.id, spec.runs.size());
+            spec.runs.push_back(std::move(rp));
         }
     };
     if (grids.empty()) emit(spec.base, {}, seeds);
