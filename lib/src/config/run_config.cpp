@@ -2,6 +2,7 @@
 #include "attnlab/config/run_config.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace attnlab {
 
@@ -41,8 +42,9 @@ const char* to_string(parallel_form v) {
 // No `default:`: -Wswitch names a new task_kind without its sizes.
 int model_vocab_size(const task_config& t) {
     switch (t.kind) {
-        case task_kind::copy: return t.vocab + 2;  // pad 0, SEP vocab+1
-        case task_kind::text: return 256;          // bytes
+        case task_kind::copy:  // pad 0, SEP vocab+1; in 64 bits (a copy rule keeps it an int)
+            return static_cast<int>(std::min<long long>(t.vocab + 2LL, std::numeric_limits<int>::max()));
+        case task_kind::text: return 256;  // bytes
         case task_kind::lookup:
         case task_kind::selective_copy:
         case task_kind::induction: return t.vocab;

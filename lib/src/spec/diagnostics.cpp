@@ -1,7 +1,9 @@
 // Errors of the spec loader and the YAML node helpers (see diagnostics.hpp).
 #include "diagnostics.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <set>
 
 #include "attnlab/util/error.hpp"
@@ -32,12 +34,37 @@ std::string printable(const std::string& s) {
     return out;
 }
 
+// Keys, paths and values of any length are echoed (a 100,000-character
+// --set key or task.path); each is cut like a long value, so an error stays
+// a line one can read.
+std::string cut_long_words(const std::string& msg) {
+    constexpr std::size_t longest = 200, kept = 100;
+    std::string out;
+    for (std::size_t at = 0; at < msg.size();) {
+        const std::size_t end = std::min(msg.find(' ', at), msg.size());
+        if (end - at > longest) {
+            std::size_t word = end;  // a key's ':' or a list's ',' stays after the cut
+            while (word > at && msg[word - 1] != '\0' && std::strchr(":,;", msg[word - 1])) --word;
+            out += msg.substr(at, kept) + "... (" + std::to_string(word - at) + " characters)" +
+                   msg.substr(word, end - word);
+        } else
+            out += msg.substr(at, end - at);
+        if (end < msg.size()) out += ' ';
+        at = end + 1;
+    }
+    // and words cut one by one can still add up (a path of many short names with spaces)
+    constexpr std::size_t longest_line = 2000;
+    if (out.size() > longest_line)
+        out = out.substr(0, longest_line / 2) + "... (" + std::to_string(out.size()) + " characters)";
+    return out;
+}
+
 [[noreturn]] void fail(const where& at, const std::string& what) {
     std::string msg = at.file;
     if (at.line > 0) msg += ":" + std::to_string(at.line);
     msg += ": ";
     if (!at.path.empty()) msg += at.path + ": ";
-    throw config_error(printable(msg + what));
+    throw config_error(cut_long_words(printable(msg + what)));
 }
 
 std::string join_path(const std::string& parent, const std::string& key) {

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
 
 namespace attnlab {
@@ -13,6 +14,14 @@ namespace {
 using std::to_string;
 
 // ---------------------------------------------------------------- copy
+
+// The model vocabulary, vocab + 2 (pad 0, SEP vocab+1), must be an int.
+std::string copy_vocab_rule(const task_config& t) {
+    constexpr long long most = std::numeric_limits<int>::max() - 2LL;
+    if (t.vocab <= most) return "";
+    return "copy needs task.vocab <= " + to_string(most) + " (the model's vocabulary, vocab + 2 with pad and SEP, " +
+           "must fit in 32 bits), got " + to_string(t.vocab);
+}
 
 void copy_defaults(task_config& t) {
     if (t.min_len == 0) t.min_len = t.max_len;
@@ -83,7 +92,8 @@ const std::vector<task_traits>& rows() {
          "copy",
          {"vocab", "min_len", "max_len", "test_min_len", "test_max_len"},
          copy_defaults,
-         {{{"task.min_len", "task.max_len"}, copy_min_len_rule},
+         {{{"task.vocab", "task.kind"}, copy_vocab_rule},
+          {{"task.min_len", "task.max_len"}, copy_min_len_rule},
           {{"task.test_min_len", "task.test_max_len", "task.min_len", "task.max_len"}, copy_test_len_rule}},
          "x_1..x_n SEP, then the n tokens again"},
         {task_kind::lookup,
