@@ -1,8 +1,10 @@
 // metrics.csv of a run, read back when a stopped run resumes.
 #include "attnlab/run/metrics_csv.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <numeric>
+#include <vector>
 
 #include "attnlab/io/csv.hpp"
 #include "attnlab/io/files.hpp"
@@ -50,6 +52,46 @@ std::optional<std::size_t> metrics_prefix_up_to(const std::string& text, const s
         return std::nullopt;
     }
     return end;
+}
+
+std::string metrics_problem(const std::string& text, const std::string& path, int& last_step) {
+    last_step = -1;
+    const std::string header = csv_line(metrics_header);
+    if (text.compare(0, header.size(), header) != 0)
+        return path + ": its header is not " + header.substr(0, header.size() - 1);
+    std::size_t row = 0;
+    for (std::size_t at = header.size(); at < text.size();) {
+        const auto nl = text.find('\n', at);
+        ++row;
+        const std::string where = path + ": row " + std::to_string(row) + ": ";
+        if (nl == std::string::npos) return where + "cut short (no line end)";
+        std::vector<std::string> cells;
+        for (std::size_t c = at;;) {
+            const auto comma = std::min(text.find(',', c), nl);
+            cells.push_back(text.substr(c, comma - c));
+            if (comma == nl) break;
+            c = comma + 1;
+        }
+        at = nl + 1;
+        if (cells.size() != metrics_header.size())
+            return where + std::to_string(cells.size()) + " cells, expected " + std::to_string(metrics_header.size());
+        int step = -1;
+        const auto [p, ec] = std::from_chars(cells[0].data(), cells[0].data() + cells[0].size(), step);
+        if (ec != std::errc() || p != cells[0].data() + cells[0].size() || step < last_step)
+            return where + "step '" + cells[0] + "' is not a step at or after " +
+                   std::to_string(std::max(last_step, 0));
+        last_step = step;
+        if (cells[1] != "train" && cells[1] != "val" && cells[1] != "test")
+            return where + "split '" + cells[1] + "' is not train, val or test";
+        for (std::size_t k = 2; k < cells.size(); ++k) {
+            double v = 0;
+            const std::string& c = cells[k];
+            const auto [q, e] = std::from_chars(c.data(), c.data() + c.size(), v);
+            if (!c.empty() && (e != std::errc() || q != c.data() + c.size()))
+                return where + metrics_header[k] + " '" + c.substr(0, 40) + "' is not a number";
+        }
+    }
+    return "";
 }
 
 bool keep_metrics_up_to(const std::string& path, const train_config& tc, int step, std::string& why) {

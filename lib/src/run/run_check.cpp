@@ -2,12 +2,14 @@
 #include "attnlab/run/run_check.hpp"
 
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <map>
 
 #include <yaml-cpp/yaml.h>
 
 #include "attnlab/io/files.hpp"
+#include "attnlab/run/metrics_csv.hpp"
 #include "attnlab/run/run_dir.hpp"
 #include "attnlab/train/checkpoint.hpp"
 #include "attnlab/util/error.hpp"
@@ -18,8 +20,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The step of the last complete row of metrics.csv; empty with `why` set
-// when the file is missing or holds no complete row after its header.
+// The step of the last row of metrics.csv; empty with `why` set when the
+// file is missing, has no rows, or a row is damaged (metrics_problem).
 std::optional<int> last_metrics_step(const std::string& path, std::string& why) {
     std::error_code ec;
     if (!fs::is_regular_file(path, ec)) {
@@ -33,16 +35,14 @@ std::optional<int> last_metrics_step(const std::string& path, std::string& why) 
         why = e.what();
         return std::nullopt;
     }
-    if (text.empty() || text.back() != '\n') {
-        why = path + ": its last row is cut short";
+    // Every row, not only the last: a damaged cell would reach curves.csv.
+    int step = -1;
+    if (std::string problem = metrics_problem(text, path, step); !problem.empty()) {
+        why = problem;
         return std::nullopt;
     }
-    const auto start = text.rfind('\n', text.size() - 2);  // the last line starts after it
-    const std::size_t at = start == std::string::npos ? 0 : start + 1;
-    int step = -1;
-    const auto [p, err] = std::from_chars(text.data() + at, text.data() + text.size(), step);
-    if (at == 0 || err != std::errc() || *p != ',') {
-        why = path + ": no rows, or its last row does not start with a step";
+    if (step < 0) {
+        why = path + ": no rows";
         return std::nullopt;
     }
     return step;
@@ -89,6 +89,19 @@ std::map<std::string, std::string> flat_keys(const std::string& yaml) {
     return out;
 }
 
+// Numbers are compared as numbers: a hand-edited `lr: 1.0e-3` is the 0.001
+// attnlab writes. The file's path and checksum are text, whatever they look like.
+bool same_number(const std::string& key, const std::string& a, const std::string& b) {
+    if (key == "task.path" || key == "task.sha256") return false;
+    const auto number = [](const std::string& s, double& out) {
+        const char* first = s.data() + (s.size() > 1 && s[0] == '+');
+        const auto [p, ec] = std::from_chars(first, s.data() + s.size(), out);
+        return !s.empty() && ec == std::errc() && p == s.data() + s.size() && std::isfinite(out);
+    };
+    double x = 0, y = 0;
+    return number(a, x) && number(b, y) && x == y;
+}
+
 }  // namespace
 
 run_dir_check check_run_dir(const std::string& run_dir) {
@@ -132,7 +145,7 @@ std::vector<config_difference> config_differences(const std::string& old_yaml, c
     for (const auto& [key, value] : a) {
         const auto it = b.find(key);
         const std::string other = it == b.end() ? "(none)" : it->second;
-        if (other != value) out.push_back({key, value, other});
+        if (other != value && !same_number(key, value, other)) out.push_back({key, value, other});
     }
     for (const auto& [key, value] : b)
         if (!a.count(key)) out.push_back({key, "(none)", value});

@@ -150,8 +150,9 @@ std::string curves_csv(const experiment_spec& spec, const std::vector<summary_en
             spdlog::warn("curves.csv: {} left out ({})", e.point->id, err.what());
             continue;
         }
-        if (text.compare(0, metrics_header.size(), metrics_header) != 0) {
-            spdlog::warn("curves.csv: {} left out ({} has other columns)", e.point->id, path);
+        int last_step = -1;  // a damaged file (a cell that is no number, a ragged row) is never merged
+        if (const std::string problem = metrics_problem(text, path, last_step); !problem.empty()) {
+            spdlog::warn("curves.csv: {} left out ({})", e.point->id, problem);
             continue;
         }
         const auto config = config_map(e.point->config);

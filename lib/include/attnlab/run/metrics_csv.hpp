@@ -25,6 +25,13 @@ std::size_t metrics_rows_after(const train_config& tc, int step);
 std::optional<std::size_t> metrics_prefix_up_to(const std::string& text, const std::string& path,
                                                 const train_config& tc, int step, std::string& why);
 
+// What is wrong with `text`, the contents of the metrics.csv at `path`
+// ("<path>: row 12: loss 'abc' is not a number"); empty when it is the header
+// and complete rows of metrics_header's columns: a step (an integer, never
+// decreasing), a split (train, val or test), and numbers or empty cells.
+// `last_step` receives the last row's step (-1 without rows).
+std::string metrics_problem(const std::string& text, const std::string& path, int& last_step);
+
 // Cuts the metrics.csv at `path` back to metrics_prefix_up_to (atomically);
 // false, with the file untouched and the reason in `why`, when it cannot be
 // read or does not hold the rows up to `step` (then the run is redone).
