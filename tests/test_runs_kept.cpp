@@ -281,3 +281,101 @@ TEST_CASE("eval of a checkpoint holding NaN names the tensor and fails", "[runs_
                Contains((run / "model.safetensors").string() + ": tensor ") && Contains("holds non-finite values"));
     CHECK_THAT(e.out, !Contains("test loss"));
 }
+
+TEST_CASE("a metrics.csv with a cell that is no number or a ragged row is a damaged run, kept out of curves.csv",
+          "[runs_kept]") {
+    temp_dir tmp;
+    const fs::path spec = tmp / "kept.yaml";
+    write_text(spec, two_seeds);
+    const fs::path res = run_ok(tmp, spec);
+    const fs::path metrics = res / "runs" / ids[1] / "metrics.csv";
+    const std::string good = read_text(metrics);
+    std::vector<std::string> lines = lines_of(good);
+    std::vector<std::string> last = csv_fields(lines.back());  // 20,test,<loss>,...
+    last[2] = "abc";
+    std::string bad_cell;
+    for (std::size_t i = 0; i + 1 < lines.size(); ++i) bad_cell += lines[i] + "\n";
+    for (std::size_t k = 0; k < last.size(); ++k) bad_cell += (k ? "," : "") + last[k];
+    bad_cell += "\n";
+    const std::vector<std::pair<std::string, std::string>> damages = {
+        {bad_cell, "row 8: loss 'abc' is not a number"},
+        {good + lines.back() + ",x,y\n", "row 9: 11 cells, expected 9"}};
+    for (const auto& [text, why] : damages) {
+        INFO(why);
+        write_text(metrics, text);
+        const auto s = run_cli({"summarize", res.string()});
+        CHECK(s.code == 1);
+        CHECK_THAT(s.err, Contains(metrics.string() + ": " + why));
+        CHECK(lines_in(res / "summary.csv") == 2);  // seed=1 is listed as missing, not done
+        const std::string curves = read_text(res / "curves.csv");
+        CHECK_THAT(curves, !Contains("abc") && !Contains(",x,y"));
+        for (const auto& line : lines_of(curves))
+            CHECK(csv_fields(line).size() == csv_fields(lines_of(curves)[0]).size());
+    }
+}
+
+TEST_CASE("a killed --overwrite leaves the old finished run whole; a finished one replaces it", "[runs_kept]") {
+    temp_dir tmp;
+    const fs::path spec = tmp / "kept.yaml";
+    std::string text = two_seeds;
+    text.replace(text.find("seeds: [0, 1]"), 13, "seeds: [0]");
+    write_text(spec, text);
+    const fs::path res = run_ok(tmp, spec), run = res / "runs" / ids[0];
+    write_text(run / "notes.txt", "mine\n");
+    const auto before = snapshot(run);
+
+    child_process over({"run", spec.string(), "--out", (tmp / "out").string(), "--threads", "1", "--overwrite", "--set",
+                        "train.steps=300000"},
+                       tmp.path());
+    const fs::path replacement = res / "replacing" / ids[0];
+    over.wait_until([&] { return file_has(replacement / "metrics.csv", "\n100,test"); });
+    over.send(SIGKILL);
+    CHECK(over.wait().code == 128 + SIGKILL);
+    CHECK(snapshot(run) == before);  // result.yaml, model.safetensors and the rest, byte for byte
+    CHECK(run_cli({"eval", run.string()}).code == 0);
+
+    const auto done = run_cli({"run", spec.string(), "--out", (tmp / "out").string(), "--threads", "1", "--overwrite",
+                               "--set", "train.steps=30"},
+                              tmp.path());
+    INFO(done.err);
+    CHECK(done.code == 0);
+    CHECK_THAT(read_text(run / "result.yaml"), Contains("steps: 30"));
+    CHECK_THAT(read_text(run / "config.yaml"), Contains("steps: 30"));
+    CHECK(read_text(run / "notes.txt") == "mine\n");  // a user's file stays with the run
+    CHECK_FALSE(present(replacement));
+    CHECK(run_cli({"summarize", res.string()}).code == 0);
+}
+
+TEST_CASE("a shard with other --set than the shards before it is refused, nothing touched", "[runs_kept]") {
+    temp_dir tmp;
+    const fs::path spec = tmp / "kept.yaml";
+    write_text(spec, two_seeds);
+    const fs::path res = run_ok(tmp, spec, {"--shard", "0/2", "--set", "train.steps=30"});
+    const auto before = snapshot(res);
+    const auto r = run_cli({"run", spec.string(), "--out", (tmp / "out").string(), "--threads", "1", "--shard", "1/2",
+                            "--set", "train.steps=40"});
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Contains("runs/seed=0: train.steps 30 -> 40 (another shard's)") && Contains("--overwrite"));
+    CHECK(snapshot(res) == before);
+    CHECK(run_cli({"run", spec.string(), "--out", (tmp / "out").string(), "--threads", "1", "--shard", "1/2", "--set",
+                   "train.steps=30"})
+              .code == 0);
+    CHECK(run_cli({"summarize", res.string()}).code == 0);
+}
+
+TEST_CASE("a hand-edited config.yaml that writes a number another way is the same configuration", "[runs_kept]") {
+    temp_dir tmp;
+    const fs::path spec = tmp / "kept.yaml";
+    write_text(spec, two_seeds);
+    const fs::path res = run_ok(tmp, spec);
+    const fs::path config = res / "runs" / ids[0] / "config.yaml";
+    std::string text = read_text(config);
+    const auto at = text.find("lr: 0.001\n");
+    REQUIRE(at != std::string::npos);
+    write_text(config, text.replace(at, 10, "lr: 1.0e-3\n"));
+    const auto r = run_cli({"run", spec.string(), "--out", (tmp / "out").string(), "--threads", "1"});
+    INFO(r.err);
+    CHECK(r.code == 0);
+    CHECK(count_of(r.err, "already done (ok), skipped") == 2);
+    CHECK_THAT(r.err, !Contains("1.0e-3 -> 0.001"));
+}

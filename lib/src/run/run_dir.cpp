@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
@@ -134,6 +135,39 @@ void remove_run_temporaries(const std::string& run_dir) {
     for (fs::directory_iterator it(run_dir, ec), end; !ec && it != end; it.increment(ec))
         if (it->path().filename().string().find(".tmp") != std::string::npos) stale.push_back(it->path());
     for (const auto& p : stale) fs::remove(p, ec);
+}
+
+std::string replacement_dir(const std::string& run_dir) {
+    const fs::path run(run_dir);
+    return (run.parent_path().parent_path() / "replacing" / run.filename()).string();
+}
+
+void replace_run_dir(const std::string& run_dir, const std::string& replacement) {
+    std::error_code ec;
+    for (fs::directory_iterator it(run_dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name == "config.yaml" || name == "metrics.csv" || name == checkpoint_filename || name == resume_filename ||
+            name == result_filename || name == ".lock" || is_probe_output(name) ||
+            name.find(".tmp") != std::string::npos || fs::exists(replacement + "/" + name))
+            continue;
+        std::error_code move_ec;
+        fs::rename(it->path(), replacement + "/" + name, move_ec);
+        if (move_ec)
+            throw io_error("cannot move " + it->path().string() + " to " + replacement + ": " + move_ec.message());
+    }
+    if (::renameat2(AT_FDCWD, replacement.c_str(), AT_FDCWD, run_dir.c_str(), RENAME_EXCHANGE) != 0) {
+        if (errno != EINVAL && errno != ENOSYS)
+            throw io_error("cannot exchange " + replacement + " and " + run_dir + ": " + std::strerror(errno));
+        // No exchange here: a crash between the two renames leaves both runs whole, the old one aside.
+        const std::string aside = replacement + ".old";
+        if (std::rename(run_dir.c_str(), aside.c_str()) != 0 ||
+            std::rename(replacement.c_str(), run_dir.c_str()) != 0 ||
+            std::rename(aside.c_str(), replacement.c_str()) != 0)
+            throw io_error("cannot move " + replacement + " to " + run_dir + ": " + std::strerror(errno));
+    }
+    sync_directory(fs::path(run_dir).parent_path().string());
+    fs::remove_all(replacement, ec);  // the old run
+    if (ec) spdlog::warn("cannot remove the replaced run, now in {}: {}", replacement, ec.message());
 }
 
 run_config read_run_dir_config(const std::string& run_dir) {

@@ -257,21 +257,30 @@ attempt sweep_runner::train_one(std::size_t i, bool wait) {
         spdlog::info("{} already done ({}), skipped", tg, to_string(now.result->status));
         return {attempt_kind::done_elsewhere, *now.result};
     }
-    if (stored_finished && !same_run_config(now.config_yaml, config_yaml)) {
+    // A finished run with another configuration is replaced only once the
+    // new one is done: it is trained in `work` beside it (a kill or Ctrl-C
+    // leaves the old run whole, and the same command resumes the new one).
+    const bool replacing = stored_finished && !same_run_config(now.config_yaml, config_yaml);
+    const std::string work = replacing ? replacement_dir(dir) : dir;
+    if (replacing) {
         const std::string diffs = differences_text(config_differences(now.config_yaml, config_yaml));
         if (!opt_.overwrite)
             throw config_error(
                 fmt::format("{}: finished (by another process) with another configuration: {}; it is not overwritten. "
                             "Use another --out, or --overwrite to retrain it",
                             dir, diffs));
-        spdlog::warn("{} finished with another configuration ({}); retrained (--overwrite)", tg, diffs);
+        spdlog::warn(
+            "{} finished with another configuration ({}); retrained in {}, which replaces it when done "
+            "(--overwrite)",
+            tg, diffs, work);
+        make_dirs(work);
     }  // a damaged run with this config was named by the scan: it is trained again
     const int steps = point.config.train.steps;
-    const std::string state_path = dir + "/" + resume_filename;
-    const std::optional<train_state> resume = resumable_state(dir, config_yaml, point.config, tg);
+    const std::string state_path = work + "/" + resume_filename;
+    const std::optional<train_state> resume = resumable_state(work, config_yaml, point.config, tg);
     if (resume) {
-        fs::remove(dir + "/result.yaml");
-        remove_run_temporaries(dir);
+        fs::remove(work + "/result.yaml");
+        remove_run_temporaries(work);
         spdlog::info("{} training {} steps, resumed after step {} from {}", tg, steps, resume->step, state_path);
         if (resume->threads != per_run_threads_)
             spdlog::warn(
@@ -279,11 +288,11 @@ attempt sweep_runner::train_one(std::size_t i, bool wait) {
                 "from those of a run never stopped",
                 tg, resume->threads, per_run_threads_);
     } else {
-        clear_run_dir(dir);
-        write_file_atomic(dir + "/config.yaml", config_yaml);
-        write_file_atomic(dir + "/metrics.csv", csv_line(metrics_csv_columns()));
+        clear_run_dir(work);
+        write_file_atomic(work + "/config.yaml", config_yaml);
+        write_file_atomic(work + "/metrics.csv", csv_line(metrics_csv_columns()));
     }
-    metrics_file metrics(dir + "/metrics.csv");
+    metrics_file metrics(work + "/metrics.csv");
     train_callbacks cb;
     cb.on_attention_form = [&](parallel_form form) {
         spdlog::info("{} attention in the {} form{}", tg, to_string(form),
@@ -331,7 +340,7 @@ attempt sweep_runner::train_one(std::size_t i, bool wait) {
     cb.on_finished = [&](const transformer<float>& model) {
         if (!params_finite(model)) return;
         const build_info build = current_build(per_run_threads_);
-        checkpoint_save(dir + "/" + checkpoint_filename, model, &build);
+        checkpoint_save(work + "/" + checkpoint_filename, model, &build);
         saved = true;
     };
     // Resume state: when stopped, and every save_every_s seconds.
@@ -345,9 +354,13 @@ attempt sweep_runner::train_one(std::size_t i, bool wait) {
     }
     run_result done = res;
     done.build = current_build(per_run_threads_);
-    write_run_result(dir, done);
+    write_run_result(work, done);
     std::error_code ec;
     fs::remove(state_path, ec);  // after result.yaml: the run is done, its state of no more use
+    if (replacing) {
+        replace_run_dir(dir, work);
+        spdlog::info("{} replaced the run with another configuration in {}", tg, dir);
+    }
     if (resume) {
         std::lock_guard<std::mutex> g(mu_);
         ++out_.resumed;
@@ -485,11 +498,11 @@ sweep_outcome sweep_runner::run() {
 
     // This shard's runs: the finished ones are skipped, the others queued in spec order (or refused).
     results_.assign(spec_.runs.size(), std::nullopt);
-    std::vector<std::size_t> owned;
-    for (std::size_t i = 0; i < spec_.runs.size(); ++i)
-        if (opt_.shard.owns(i)) owned.push_back(i);
+    std::vector<std::size_t> owned, others;
+    for (std::size_t i = 0; i < spec_.runs.size(); ++i) (opt_.shard.owns(i) ? owned : others).push_back(i);
     out_.total = static_cast<int>(owned.size());
-    sweep_scan scan = scan_sweep_runs(spec_, out_.dir, owned, opt_.overwrite, [this](std::size_t i) { return tag(i); });
+    sweep_scan scan = scan_sweep_runs(
+        spec_, out_.dir, owned, opt_.overwrite, [this](std::size_t i) { return tag(i); }, others);
     for (auto& [i, r] : scan.done) results_[i] = r;
     out_.skipped = static_cast<int>(scan.done.size());
     queue_ = std::move(scan.to_train);

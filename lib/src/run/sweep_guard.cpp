@@ -10,9 +10,21 @@
 namespace attnlab {
 
 sweep_scan scan_sweep_runs(const experiment_spec& spec, const std::string& dir, const std::vector<std::size_t>& runs,
-                           bool overwrite, const std::function<std::string(std::size_t)>& tag) {
+                           bool overwrite, const std::function<std::string(std::size_t)>& tag,
+                           const std::vector<std::size_t>& others) {
     sweep_scan scan;
     std::vector<std::string> changed;  // "<run dir>: <keys>"
+    // Other shards' runs: one shard with another --set would change their
+    // sweep (spec.yaml, overrides.yaml) under them, so they are compared too.
+    for (const std::size_t i : others) {
+        const std::string run_dir = dir + "/runs/" + spec.runs[i].id;
+        const run_dir_check c = check_run_dir(run_dir);
+        if (c.state != run_dir_state::finished && c.state != run_dir_state::damaged) continue;
+        const std::string config_yaml = run_config_to_yaml(spec.runs[i].config);
+        if (!same_run_config(c.config_yaml, config_yaml))
+            changed.push_back(fmt::format("{}: {} (another shard's)", run_dir,
+                                          differences_text(config_differences(c.config_yaml, config_yaml))));
+    }
     for (const std::size_t i : runs) {
         const std::string run_dir = dir + "/runs/" + spec.runs[i].id;
         const std::string config_yaml = run_config_to_yaml(spec.runs[i].config);

@@ -46,6 +46,17 @@ void clear_run_dir(const std::string& run_dir);
 // Temporary files of killed writers in a run directory (*.tmp*).
 void remove_run_temporaries(const std::string& run_dir);
 
+// Where `attnlab run --overwrite` trains the new run that replaces the
+// finished run <out>/<name>/runs/<run_id>: <out>/<name>/replacing/<run_id>,
+// so that the old run stays whole until the new one is done.
+std::string replacement_dir(const std::string& run_dir);
+// Puts the finished run in `replacement` in place of `run_dir` in one
+// rename (renameat2 RENAME_EXCHANGE; two renames where the filesystem lacks
+// it), then removes the old run. Files of the old folder that are not the
+// run's own (a user's notes) move along; probe outputs of the old model do
+// not. Throws io_error naming the folder it cannot rename.
+void replace_run_dir(const std::string& run_dir, const std::string& replacement);
+
 // Exclusive right to write one run directory, between processes: flock(2) on
 // <run_dir>/.lock, tried at construction without waiting (wait() waits for
 // it) and released by the destructor or when the process dies (SIGKILL

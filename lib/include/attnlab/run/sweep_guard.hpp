@@ -27,8 +27,11 @@ struct sweep_scan {
 // naming every such run and the keys that differ, unless `overwrite` (then a
 // warning lists them); unfinished runs with another configuration and damaged
 // runs are named in `notes`. `tag(i)` prefixes the messages of run i.
+// `others` (other shards' runs) are not trained, but a finished one whose
+// config.yaml differs is refused the same way.
 sweep_scan scan_sweep_runs(const experiment_spec& spec, const std::string& dir, const std::vector<std::size_t>& runs,
-                           bool overwrite, const std::function<std::string(std::size_t)>& tag);
+                           bool overwrite, const std::function<std::string(std::size_t)>& tag,
+                           const std::vector<std::size_t>& others = {});
 
 // Joins the processes writing <dir> (sweep_membership): a config_error when
 // another live one runs another spec or other --set there, unless
