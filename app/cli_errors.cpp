@@ -107,6 +107,13 @@ std::string describe_parse_error(const CLI::App& app, const CLI::ParseError& e) 
     if (kind == "ArgumentMismatch") {  // "--out: 1 required DIR missing"
         const std::string name = what.substr(0, what.find(':'));
         const CLI::Option* o = verb->get_option_no_throw(name);
+        // "--threads: At Most 1 required but received 2": a one-value option repeated, not one without a value.
+        const std::string at_most = ": At Most 1 required but received ";
+        if (o && what.find(at_most) != std::string::npos) {
+            const std::string times = what.substr(what.find(at_most) + at_most.size());
+            return command_path(verb) + ": " + name + " given " + (times == "2" ? "twice" : times + " times") +
+                   "; it takes one " + o->get_type_name() + " (" + see_help(verb) + ")";
+        }
         if (o)
             return command_path(verb) + ": " + name + " needs a value, " + o->get_type_name() + " (" + see_help(verb) +
                    ")";

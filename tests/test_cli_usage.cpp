@@ -4,6 +4,7 @@
 // benches, the saturating memory estimate, and `state`'s exact counts.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -92,6 +93,23 @@ TEST_CASE("CLI11's failures are told in attnlab's words", "[cli]") {
     }
 }
 
+TEST_CASE("a one-value option given twice is named as given twice, not as missing its value", "[cli]") {
+    temp_dir dir;
+    const std::string spec = (dir / "none.yaml").string();
+    for (const auto& [option, a, b] : std::vector<std::array<std::string, 3>>{{"--threads", "2", "1"},
+                                                                              {"--jobs", "2", "1"},
+                                                                              {"--out", "x", "y"},
+                                                                              {"--shard", "0/2", "1/2"},
+                                                                              {"--save-every", "1", "2"}}) {
+        INFO(option);
+        const std::string err = usage_error({"run", spec, option, a, option, b});
+        CHECK_THAT(err, Contains("attnlab run: " + option + " given twice; it takes one "));
+        CHECK_THAT(err, !Contains("needs a value"));
+    }
+    CHECK_THAT(usage_error({"run", spec, "--jobs", "1", "--jobs", "2", "--jobs", "3"}),
+               Contains("--jobs given 3 times"));
+}
+
 TEST_CASE("eval refuses a recurrent Taylor order-12 state that cannot fit, at once", "[cli]") {
     temp_dir dir;
     const fs::path run = trained_run(dir, "taylor12", taylor12_spec);
@@ -169,5 +187,22 @@ TEST_CASE("state prints exact integers in summary.csv's columns, per layer and h
     CHECK_THAT(r.out, Contains("state_floats") && Contains("state_floats_full") && Contains("state_bytes"));
     // Order 12 at head size 16: F = C(28, 12) = 30421755 symmetric features, (F)(16 + 1) floats.
     CHECK_THAT(r.out, Contains(" 517169835 ") && Contains(" 2068679340\n"));
+    CHECK_THAT(r.out, !Contains("e+"));
+}
+
+TEST_CASE("state counts past 64 bits exactly, never as a rounded double", "[cli]") {
+    // d_model 65536 in one head: order 3's full state is just past 2^64, order 4's symmetric one too.
+    temp_dir dir;
+    std::string spec = taylor12_spec;
+    spec.replace(spec.find("d_model: 16, heads: 1"), 21, "d_model: 65536, heads: 1");
+    spec.replace(spec.find("order: 12"), 9, "order: 3");
+    spec += "sweep: {attention.order: [3, 4]}\n";
+    write_text(dir / "t.yaml", spec);
+    const cli_result r = run_cli({"state", (dir / "t.yaml").string()});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    // Worked in Python integers: F (d + 1) with F = sum over m <= order of C(d+m-1, m), or d^m (full).
+    CHECK_THAT(r.out, Contains(" 3074785745260347393 18447307032253038593 12299142981041389572\n"));
+    CHECK_THAT(r.out, Contains(" 50380364436090792034305 1208962713665735137296385 201521457744363168137220\n"));
     CHECK_THAT(r.out, !Contains("e+"));
 }

@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "attnlab/util/shapes.hpp"
 
@@ -124,6 +126,92 @@ std::size_t feature_size(const attention_config& cfg, int HS, state_layout layou
     std::size_t F = 0;
     for (int m = terms.first; m <= terms.last; ++m) F = checked_add(F, taylor_term_size(HS, m, layout));
     return F;
+}
+
+namespace {
+
+// A count of any size in base-10^9 limbs, least significant first: enough
+// arithmetic for state sizes past 64 bits (order 20 of d 2^24 is ~2^480).
+struct big_count {
+    static constexpr std::uint64_t base = 1000000000;
+    std::vector<std::uint64_t> limbs{1};
+
+    void times(std::uint64_t k) {  // k < 2^32
+        std::uint64_t carry = 0;
+        for (std::uint64_t& l : limbs) {
+            const std::uint64_t v = l * k + carry;
+            l = v % base;
+            carry = v / base;
+        }
+        for (; carry > 0; carry /= base) limbs.push_back(carry % base);
+    }
+    void divide(std::uint64_t k) {  // exact, k < 2^32
+        std::uint64_t rest = 0;
+        for (std::size_t i = limbs.size(); i-- > 0;) {
+            const std::uint64_t v = rest * base + limbs[i];
+            limbs[i] = v / k;
+            rest = v % k;
+        }
+        while (limbs.size() > 1 && limbs.back() == 0) limbs.pop_back();
+    }
+    void add(const big_count& o) {
+        std::uint64_t carry = 0;
+        for (std::size_t i = 0; i < o.limbs.size() || carry > 0; ++i) {
+            if (i == limbs.size()) limbs.push_back(0);
+            const std::uint64_t v = limbs[i] + (i < o.limbs.size() ? o.limbs[i] : 0) + carry;
+            limbs[i] = v % base;
+            carry = v / base;
+        }
+    }
+    std::string text() const {
+        std::string out = std::to_string(limbs.back());
+        for (std::size_t i = limbs.size() - 1; i-- > 0;) {
+            const std::string part = std::to_string(limbs[i]);
+            out += std::string(9 - part.size(), '0') + part;
+        }
+        return out;
+    }
+};
+
+big_count big_of(std::uint64_t n) {
+    big_count c;
+    c.limbs = {n % big_count::base};
+    for (n /= big_count::base; n > 0; n /= big_count::base) c.limbs.push_back(n % big_count::base);
+    return c;
+}
+
+}  // namespace
+
+std::string state_floats_text(const attention_config& cfg, int HS, state_layout layout, int T,
+                              std::size_t bytes_per_float) {
+    big_count n;
+    if (!has_finite_state(cfg)) {
+        n = big_of(2);
+        n.times(static_cast<std::uint64_t>(T));
+        n.times(static_cast<std::uint64_t>(HS));
+    } else if (!is_score_kernel(cfg.numerator)) {
+        n = big_of(static_cast<std::uint64_t>(HS) + 1);  // F = HS
+        n.times(static_cast<std::uint64_t>(HS));
+    } else {
+        const taylor_terms terms = state_terms(cfg);
+        big_count F = big_of(0);
+        for (int m = terms.first; m <= terms.last; ++m) {
+            big_count term;  // d^m, or C(d+m-1, m) whose partial products are C(d-1+i, i)
+            for (int i = 1; i <= m; ++i) {
+                if (layout == state_layout::full) {
+                    term.times(static_cast<std::uint64_t>(HS));
+                } else {
+                    term.times(static_cast<std::uint64_t>(HS - 1 + i));
+                    term.divide(static_cast<std::uint64_t>(i));
+                }
+            }
+            F.add(term);
+        }
+        n = F;  // F HS + F
+        n.times(static_cast<std::uint64_t>(HS) + 1);
+    }
+    n.times(bytes_per_float);
+    return n.text();
 }
 
 std::size_t state_floats(const attention_config& cfg, int HS, state_layout layout, int T) {

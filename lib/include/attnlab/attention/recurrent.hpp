@@ -20,6 +20,7 @@
 #pragma once
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "attnlab/attention/attention.hpp"
@@ -53,6 +54,9 @@ std::size_t feature_size(const attention_config& cfg, int HS, state_layout layou
 // Floats of state per layer and head after T positions: F HS + F for a
 // finite state (independent of T), 2 T HS for the key/value cache.
 std::size_t state_floats(const attention_config& cfg, int HS, state_layout layout, int T);
+// The same times `bytes_per_float` (1: floats), exactly in decimal, however large (`attnlab state`).
+std::string state_floats_text(const attention_config& cfg, int HS, state_layout layout, int T,
+                              std::size_t bytes_per_float = 1);
 
 template <class T>
 class recurrent_attention {
