@@ -1,0 +1,194 @@
+// Inputs built to break attnlab (issue "Reliability, third round"), each on
+// the real binary: a text corpus that is a device, a FIFO or too large is
+// refused before it is read; a model.safetensors longer than its header says
+// is refused before its data is read; two configurations never share a run
+// id, and one file under several spellings is one run; copy's vocabulary
+// cannot overflow; long sweeps validate in near-linear time; long keys and
+// paths are cut in errors.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "support/process_support.hpp"
+#include "support/tiny_spec.hpp"
+
+namespace fs = std::filesystem;
+using namespace attnlab::test;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+const std::string fixture = std::string(ATTNLAB_TEST_DATA) + "/text_fixture.txt";
+
+// A tiny text run on `path` (as written in YAML), then `rest`.
+std::string text_spec(const std::string& path, const std::string& rest = "") {
+    return "name: text\n"
+           "base:\n"
+           "  seed: 0\n"
+           "  task: {kind: text, path: " +
+           path +
+           ", seq_len: 16, test_examples: 8}\n"
+           "  model: {layers: 1, d_model: 16, heads: 2}\n"
+           "  attention: {numerator: exp, denominator: softmax}\n"
+           "  train: {steps: 4, batch: 4, lr: 1.0e-3, warmup: 1, eval_every: 2}\n" +
+           rest;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Runs `args` and checks a refusal: exit code `code`, one line on stderr; returns it.
+std::string refused(const std::vector<std::string>& args, int code = 2, const launch_options& opt = {}) {
+    const cli_result r = run_cli(args, opt);
+    INFO("stderr: " << r.err.substr(0, 2000));
+    CHECK(r.code == code);
+    CHECK(count_of(r.err, "\n") == 1);
+    return r.err;
+}
+
+constexpr long max_rss_kib = 300 * 1024;  // the binary itself takes ~20 MiB; reading a file whole takes its size
+
+}  // namespace
+
+TEST_CASE("a text corpus that is not a regular file is refused at once", "[hostile]") {
+    temp_dir dir;
+    for (const std::string device : {"/dev/zero", "/dev/urandom"}) {
+        INFO(device);
+        write_text(dir / "t.yaml", text_spec(device));
+        const auto t0 = std::chrono::steady_clock::now();
+        const std::string err = refused({"validate", (dir / "t.yaml").string()}, 2,
+                                        launch_options().with_timeout(std::chrono::seconds(30)));
+        CHECK_THAT(err, Contains("t.yaml:4: base.task.path: cannot read the text file: " + device +
+                                 ": is a character device, expected a regular file"));
+        CHECK(seconds_since(t0) < 10);
+    }
+    // A FIFO without a writer: opening it must not wait for one.
+    REQUIRE(::mkfifo((dir / "fifo").c_str(), 0644) == 0);
+    write_text(dir / "f.yaml", text_spec((dir / "fifo").string()));
+    CHECK_THAT(
+        refused({"validate", (dir / "f.yaml").string()}, 2, launch_options().with_timeout(std::chrono::seconds(30))),
+        Contains("is a FIFO (named pipe), expected a regular file"));
+    // A symbolic link to a regular file is that file.
+    fs::create_symlink(fixture, dir / "link.txt");
+    write_text(dir / "l.yaml", text_spec((dir / "link.txt").string()));
+    const cli_result ok = run_cli({"validate", (dir / "l.yaml").string()});
+    INFO(ok.err);
+    CHECK(ok.code == 0);
+}
+
+TEST_CASE("a text corpus over 2^31-1 bytes is refused by its size, without reading it", "[hostile]") {
+    temp_dir dir;
+    { std::ofstream touch(dir / "big.txt"); }
+    fs::resize_file(dir / "big.txt", std::uintmax_t{2500} << 20);  // sparse: no disk space taken
+    write_text(dir / "t.yaml", text_spec((dir / "big.txt").string()));
+    const auto t0 = std::chrono::steady_clock::now();
+    const cli_result r = run_cli({"validate", (dir / "t.yaml").string()});
+    INFO(r.err);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Contains("big.txt has 2621440000 bytes, more than the 2147483647 a text task takes"));
+    CHECK(seconds_since(t0) < 10);
+    CHECK(r.max_rss_kib < max_rss_kib);
+}
+
+TEST_CASE("eval and probe of a model.safetensors longer than its header says refuse it before reading it",
+          "[hostile]") {
+    temp_dir dir;
+    write_text(dir / "tiny.yaml", tiny_lookup_spec("tiny", 4, 2, ""));
+    REQUIRE(run_cli({"run", (dir / "tiny.yaml").string(), "--out", (dir / "out").string(), "--threads", "1"}).code ==
+            0);
+    const fs::path run = dir / "out" / "tiny" / "runs" / "seed=0";
+    const std::uintmax_t size = fs::file_size(run / "model.safetensors");
+    for (const std::uintmax_t grown : {std::uintmax_t{3} << 30, std::uintmax_t{20} << 30}) {  // sparse
+        INFO(grown);
+        fs::resize_file(run / "model.safetensors", grown);
+        for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+                 {"eval", run.string()}, {"probe", run.string(), "--out", (dir / "probe").string()}}) {
+            INFO(args[0]);
+            const auto t0 = std::chrono::steady_clock::now();
+            const cli_result e = run_cli(args);
+            INFO(e.err);
+            CHECK(e.code == 1);
+            CHECK_THAT(e.err, Contains(std::to_string(grown - size) + " bytes after the last tensor's data"));
+            CHECK(e.max_rss_kib < max_rss_kib);
+            CHECK(seconds_since(t0) < 20);
+        }
+    }
+}
+
+TEST_CASE("two configurations never share a run id; one file under several spellings is one run", "[hostile]") {
+    temp_dir dir;
+    fs::create_directories(dir / "d");
+    for (const std::string name : {"c_1.txt", "c 1.txt", "日本.txt", "中国.txt", "cA.txt"})
+        fs::copy_file(fixture, dir / "d" / name);
+    const auto spec_with = [&](const std::string& paths) {
+        return text_spec("c_1.txt", "sweep: {task.path: " + paths + "}\n");
+    };
+    write_text(dir / "d" / "a.yaml", spec_with("[c_1.txt, \"c 1.txt\"]"));
+    CHECK_THAT(refused({"list", (dir / "d" / "a.yaml").string()}),
+               Contains("a.yaml:8: sweep: two different runs would get the run id task.path=c_1.txt,seed=0: "
+                        "task.path=c_1.txt,seed=0 and task.path=\"c 1.txt\",seed=0"));
+    write_text(dir / "d" / "b.yaml", spec_with("[日本.txt, 中国.txt]"));
+    CHECK_THAT(refused({"validate", (dir / "d" / "b.yaml").string()}),
+               Contains("two different runs would get the run id task.path=______.txt,seed=0"));
+
+    write_text(dir / "d" / "c.yaml", spec_with("[cA.txt, ./cA.txt, ../d/cA.txt]"));
+    const cli_result r = run_cli({"list", (dir / "d" / "c.yaml").string()});
+    INFO(r.err);
+    CHECK(r.code == 0);
+    CHECK(r.out == "task.path=cA.txt,seed=0\n");
+    // Values that differ and stay apart in their ids are as before.
+    write_text(dir / "d" / "e.yaml", spec_with("[cA.txt, c_1.txt]"));
+    CHECK(run_cli({"list", (dir / "d" / "e.yaml").string()}).out ==
+          "task.path=cA.txt,seed=0\ntask.path=c_1.txt,seed=0\n");
+}
+
+TEST_CASE("a copy vocabulary whose vocab + 2 overflows 32 bits is refused at validation", "[hostile]") {
+    temp_dir dir;
+    const std::string spec =
+        "name: c\nbase:\n  seed: 0\n  task: {kind: copy, vocab: 2147483646, max_len: 4}\n"
+        "  model: {layers: 1, d_model: 16, heads: 2}\n"
+        "  attention: {numerator: exp, denominator: softmax}\n  train: {steps: 2, lr: 1.0e-3}\n";
+    write_text(dir / "c.yaml", spec);
+    CHECK_THAT(
+        refused({"validate", (dir / "c.yaml").string()}),
+        Contains("c.yaml:4: base.task.vocab: copy needs task.vocab <= 2147483645") && Contains("got 2147483646"));
+}
+
+TEST_CASE("a sweep key with 45,000 values and 90,000 seeds validate in near-linear time", "[hostile]") {
+    temp_dir dir;
+    std::string examples, seeds;
+    for (int i = 1; i <= 45000; ++i) examples += (i > 1 ? ", " : "") + std::to_string(i);
+    for (int i = 0; i < 90000; ++i) seeds += (i > 0 ? ", " : "") + std::to_string(i);
+    write_text(dir / "s.yaml", tiny_lookup_spec("s", 4, 2, "sweep: {task.test_examples: [" + examples + "]}\n"));
+    write_text(dir / "k.yaml", tiny_lookup_spec("k", 4, 2, "seeds: [" + seeds + "]\n"));
+    for (const auto& [file, runs] :
+         std::vector<std::pair<std::string, std::string>>{{"s.yaml", "45000 runs"}, {"k.yaml", "90000 runs"}}) {
+        INFO(file);
+        const auto t0 = std::chrono::steady_clock::now();
+        const cli_result r = run_cli({"validate", (dir / file).string()});
+        CHECK(r.code == 0);
+        CHECK_THAT(r.out, Contains(runs));
+        CHECK(seconds_since(t0) < 20);  // quadratic: 39 s and 24 s; now 3 s
+    }
+}
+
+TEST_CASE("long keys and paths are cut in errors like long values", "[hostile]") {
+    temp_dir dir;
+    write_text(dir / "t.yaml", tiny_lookup_spec("t", 4, 2, ""));
+    const std::string key(100000, 'k');
+    std::string err = refused({"validate", (dir / "t.yaml").string(), "--set", key + "=1"});
+    CHECK(err.size() < 1000);
+    CHECK_THAT(err, Contains("(100000 characters)"));
+    write_text(dir / "p.yaml", text_spec(std::string(100000, 'p') + ".txt"));
+    err = refused({"validate", (dir / "p.yaml").string()});
+    CHECK(err.size() < 1000);
+    CHECK_THAT(err, StartsWith("attnlab: error: ") && Contains("base.task.path: cannot read the text file"));
+}
