@@ -126,10 +126,17 @@ TEST_CASE("run dir: a run is done only with its result, its metrics and checkpoi
     // A finished run also needs metrics.csv up to its last step.
     CHECK_FALSE(finished_run_result(dir, config));
     CHECK(unfinished_reason(dir, config) == dir + "/metrics.csv: missing");
-    write_text(fs::path(dir) / "metrics.csv", "step,split\n0,test\n1,train\n1,test\n");
+    // Rows of metrics.csv's 9 columns (every row is checked, not only the last).
+    const std::string header = "step,split,loss,token_acc,seq_acc,lr,grad_norm,tokens_per_s,elapsed_s\n";
+    const auto row = [](int step, const std::string& split) {
+        return std::to_string(step) + "," + split + ",1.5,0.25,,0.001,,,0.1\n";
+    };
+    write_text(fs::path(dir) / "metrics.csv", header + row(0, "test") + row(1, "train") + row(1, "test"));
     CHECK(unfinished_reason(dir, config) ==
           dir + "/metrics.csv: its last row is step 1, result.yaml says 2 steps (truncated or from another attempt)");
-    write_text(fs::path(dir) / "metrics.csv", "step,split\n0,test\n2,train\n2,test\n");
+    write_text(fs::path(dir) / "metrics.csv", header + row(0, "test") + row(2, "train") + "2,test,abc,,,,,,\n");
+    CHECK(unfinished_reason(dir, config) == dir + "/metrics.csv: row 3: loss 'abc' is not a number");
+    write_text(fs::path(dir) / "metrics.csv", header + row(0, "test") + row(2, "train") + row(2, "test"));
     // Without its checkpoint (committed results leave them out) it is still done: the
     // checkpoint is written before result.yaml, so it was removed afterwards.
     REQUIRE_FALSE(fs::exists(fs::path(dir) / checkpoint_filename));
