@@ -348,8 +348,11 @@ attempt sweep_runner::train_one(std::size_t i, bool wait) {
     cb.save_every_s = opt_.save_every_s;
     const run_result res = train_run(point.config, cb, resume ? &*resume : nullptr);
     if (res.status == run_status::interrupted) {
-        spdlog::warn("{} interrupted after step {}/{}; its state is saved in {}: the same command resumes it", tg,
-                     res.steps, steps, state_path);
+        if (res.reason.rfind("interrupted at step", 0) != 0)  // stopped while its data loaded: nothing saved
+            spdlog::warn("{} interrupted while its data loaded ({}); the same command runs it again", tg, res.reason);
+        else
+            spdlog::warn("{} interrupted after step {}/{}; its state is saved in {}: the same command resumes it", tg,
+                         res.steps, steps, state_path);
         return {attempt_kind::interrupted, res};
     }
     run_result done = res;
