@@ -3,7 +3,7 @@
 // refused before it is read; a model.safetensors longer than its header says
 // is refused before its data is read; two configurations never share a run
 // id, and one file under several spellings is one run; copy's vocabulary
-// cannot overflow; long sweeps validate in near-linear time; long keys and
+// cannot overflow; long sweeps validate in near-linear time (measured by hand); long keys and
 // paths are cut in errors.
 #include <catch2/catch.hpp>
 
@@ -41,10 +41,6 @@ std::string text_spec(const std::string& path, const std::string& rest = "") {
            rest;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 // Runs `args` and checks a refusal: exit code `code`, one line on stderr; returns it.
 std::string refused(const std::vector<std::string>& args, int code = 2, const launch_options& opt = {}) {
     const cli_result r = run_cli(args, opt);
@@ -63,12 +59,10 @@ TEST_CASE("a text corpus that is not a regular file is refused at once", "[hosti
     for (const std::string device : {"/dev/zero", "/dev/urandom"}) {
         INFO(device);
         write_text(dir / "t.yaml", text_spec(device));
-        const auto t0 = std::chrono::steady_clock::now();
         const std::string err = refused({"validate", (dir / "t.yaml").string()}, 2,
                                         launch_options().with_timeout(std::chrono::seconds(30)));
         CHECK_THAT(err, Contains("t.yaml:4: base.task.path: cannot read the text file: " + device +
                                  ": is a character device, expected a regular file"));
-        CHECK(seconds_since(t0) < 10);
     }
     // A FIFO without a writer: opening it must not wait for one.
     REQUIRE(::mkfifo((dir / "fifo").c_str(), 0644) == 0);
@@ -89,12 +83,10 @@ TEST_CASE("a text corpus over 2^31-1 bytes is refused by its size, without readi
     { std::ofstream touch(dir / "big.txt"); }
     fs::resize_file(dir / "big.txt", std::uintmax_t{2500} << 20);  // sparse: no disk space taken
     write_text(dir / "t.yaml", text_spec((dir / "big.txt").string()));
-    const auto t0 = std::chrono::steady_clock::now();
     const cli_result r = run_cli({"validate", (dir / "t.yaml").string()});
     INFO(r.err);
     CHECK(r.code == 2);
     CHECK_THAT(r.err, Contains("big.txt has 2621440000 bytes, more than the 2147483647 a text task takes"));
-    CHECK(seconds_since(t0) < 10);
     CHECK(r.max_rss_kib < max_rss_kib);
 }
 
@@ -112,13 +104,11 @@ TEST_CASE("eval and probe of a model.safetensors longer than its header says ref
         for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
                  {"eval", run.string()}, {"probe", run.string(), "--out", (dir / "probe").string()}}) {
             INFO(args[0]);
-            const auto t0 = std::chrono::steady_clock::now();
             const cli_result e = run_cli(args);
             INFO(e.err);
             CHECK(e.code == 1);
             CHECK_THAT(e.err, Contains(std::to_string(grown - size) + " bytes after the last tensor's data"));
             CHECK(e.max_rss_kib < max_rss_kib);
-            CHECK(seconds_since(t0) < 20);
         }
     }
 }
@@ -162,7 +152,10 @@ TEST_CASE("a copy vocabulary whose vocab + 2 overflows 32 bits is refused at val
         Contains("c.yaml:4: base.task.vocab: copy needs task.vocab <= 2147483645") && Contains("got 2147483646"));
 }
 
-TEST_CASE("a sweep key with 45,000 values and 90,000 seeds validate in near-linear time", "[hostile]") {
+// The duplicate checks were quadratic (39 s and 24 s for these); their time
+// is measured by hand, not asserted (no timed pass/fail tests): this checks
+// that such sweeps validate and count right.
+TEST_CASE("a sweep key with 45,000 values and 90,000 seeds validate", "[hostile]") {
     temp_dir dir;
     std::string examples, seeds;
     for (int i = 1; i <= 45000; ++i) examples += (i > 1 ? ", " : "") + std::to_string(i);
@@ -172,11 +165,9 @@ TEST_CASE("a sweep key with 45,000 values and 90,000 seeds validate in near-line
     for (const auto& [file, runs] :
          std::vector<std::pair<std::string, std::string>>{{"s.yaml", "45000 runs"}, {"k.yaml", "90000 runs"}}) {
         INFO(file);
-        const auto t0 = std::chrono::steady_clock::now();
         const cli_result r = run_cli({"validate", (dir / file).string()});
         CHECK(r.code == 0);
         CHECK_THAT(r.out, Contains(runs));
-        CHECK(seconds_since(t0) < 20);  // quadratic: 39 s and 24 s; now 3 s
     }
 }
 
