@@ -278,8 +278,9 @@ std::string summary_table_md(const experiment_spec& spec, const std::vector<summ
     const std::vector<std::string> keys = grouping_keys(spec, false);
     table_header(s, keys, bits_column, spike_column, text_only);
     for (const run_group& g : group_runs(entries, keys))
-        table_row(s, g.values,
-                  metric_cells(entries, g.members, bits_column, text_only) + spike_cell(entries, g.members, spike_column));
+        table_row(
+            s, g.values,
+            metric_cells(entries, g.members, bits_column, text_only) + spike_cell(entries, g.members, spike_column));
     return s.str();
 }
 
