@@ -85,6 +85,20 @@ TEST_CASE("variant table: a row per enum value, in order, with names that round-
     CHECK(std::string(to_string(static_cast<denominator_kind>(denominator_count))) == "?");
 }
 
+TEST_CASE("variant table: every row has its kernel factory (and a numerator its sign and terms)", "[variants]") {
+    for (int i = 0; i < numerator_count; ++i) {
+        const numerator_traits& row = numerator_rows()[i];
+        INFO("numerator " << row.name);
+        CHECK(row.kernels != nullptr);
+        CHECK(row.sign != nullptr);
+        CHECK(row.terms != nullptr);
+    }
+    for (int i = 0; i < denominator_count; ++i) {
+        INFO("denominator " << denominator_rows()[i].name);
+        CHECK(denominator_rows()[i].kernels != nullptr);
+    }
+}
+
 TEST_CASE("variant table: each numerator's family is the factory that makes it", "[variants]") {
     for (auto n : all_numerators)
         for (int order : checked_orders(n)) {

@@ -126,14 +126,11 @@ constexpr bool rows_in_enum_order() {
     return true;
 }
 static_assert(rows_in_enum_order(), "variant table: one row per enum value, in enum order");
-constexpr bool every_row_has_kernels() {
-    for (const auto& r : numerators)
-        if (r.kernels == nullptr || r.sign == nullptr || r.terms == nullptr) return false;
-    for (const auto& r : denominators)
-        if (r.kernels == nullptr) return false;
-    return true;
-}
-static_assert(every_row_has_kernels(), "variant table: a row without its kernel factory (or sign, terms)");
+// A row without its kernel factory, sign or terms fails to compile through
+// -Wmissing-field-initializers (designated initializers, -Werror in CI) and
+// fails test_variant_table; it cannot be a static_assert, because comparing
+// another file's object address with null is no constant expression under
+// the sanitizers (-fsanitize=null).
 static_assert(static_cast<int>(numerator_kind::power) + 1 == numerator_count, "numerator_count is stale");
 static_assert(static_cast<int>(denominator_kind::none) + 1 == denominator_count, "denominator_count is stale");
 
