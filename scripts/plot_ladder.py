@@ -17,7 +17,6 @@ reads RESULTS_DIR/summary.csv and comparisons.csv; writes STEM.png and
 STEM.pdf (default RESULTS_DIR/plots/ladder). Needs Debian's python3-matplotlib.
 """
 import argparse
-import csv
 import os
 import sys
 from collections import defaultdict
@@ -27,13 +26,7 @@ from plot_style import BLACK, COLOURS, InputError
 
 LINEAR_X = 0.5  # where `linear` sits on the order axis
 ORDER_TICKS = [1, 2, 3, 4, 6, 8]
-
-
-def read_csv(path):
-    if not os.path.isfile(path):
-        raise InputError(f"{path}: no such file (run `attnlab summarize` on a sweep with a report:)")
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+REPORT_HINT = " (run `attnlab summarize` on a sweep whose spec has a report:)"
 
 
 def ladder_x(row):
@@ -61,8 +54,8 @@ def baseline_is_exp(row, denominator):
 
 def draw(results_dir, stem):
     plt = plot_style.load_pyplot("plot_ladder.py")
-    summary = read_csv(os.path.join(results_dir, "summary.csv"))
-    comparisons = read_csv(os.path.join(results_dir, "comparisons.csv"))
+    summary = plot_style.read_csv_rows(os.path.join(results_dir, "summary.csv"))
+    comparisons = plot_style.read_csv_rows(os.path.join(results_dir, "comparisons.csv"), hint=REPORT_HINT)
     chosen = [r for r in summary if r.get("lr_selected") == "true" and plain_variant(r)]
     if not chosen:
         raise InputError(f"{results_dir}/summary.csv: no run at a chosen learning rate (is train.lr swept?)")

@@ -17,40 +17,19 @@ Exit codes: 0 written, 2 a missing or malformed CSV file, 3 no matplotlib
 python3-matplotlib, nothing else.
 """
 import argparse
-import csv
 import math
 import os
 import sys
 import textwrap
 
 import plot_style
-from plot_style import InputError, style
+from plot_style import InputError, number, style
 
 # exit code 3, not 2: `attnlab probe` then says "figures skipped" instead of failing.
 plt = plot_style.load_pyplot("plot_probe.py", exit_code=3)
 
 MAX_COLUMNS = 4  # panels per row; more layers wrap
-
-
-def read_rows(path, columns):
-    if not os.path.isfile(path):
-        raise InputError(f"{path}: no such file (run `attnlab probe RUN_DIR` first)")
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        missing = [c for c in columns if c not in (reader.fieldnames or [])]
-        if missing:
-            raise InputError(f"{path}: missing column(s) {', '.join(missing)}")
-        rows = list(reader)
-    if not rows:
-        raise InputError(f"{path}: no rows")
-    return rows
-
-
-def number(path, row, key, kind):
-    try:
-        return kind(row[key])
-    except (TypeError, ValueError):
-        raise InputError(f"{path}: {key} {row[key]!r} is not a number") from None
+PROBE_HINT = " (run `attnlab probe RUN_DIR` first)"
 
 
 def read_probe(directory):
@@ -58,13 +37,14 @@ def read_probe(directory):
     terms_path = os.path.join(directory, "probe.csv")
     heads_path = os.path.join(directory, "probe_heads.csv")
     terms = {}
-    for row in read_rows(terms_path, ["layer", "head", "order", "mean_abs_term"]):
+    for row in plot_style.read_csv_rows(terms_path, ["layer", "head", "order", "mean_abs_term"], PROBE_HINT):
         key = (number(terms_path, row, "layer", int), number(terms_path, row, "head", int))
         orders, values = terms.setdefault(key, ([], []))
         orders.append(number(terms_path, row, "order", int))
         values.append(number(terms_path, row, "mean_abs_term", float))
     heads = {}
-    for row in read_rows(heads_path, ["layer", "head", "split", "examples", "dominant_order", "mean_abs_score"]):
+    for row in plot_style.read_csv_rows(heads_path, ["layer", "head", "split", "examples", "dominant_order", "mean_abs_score"],
+                                   PROBE_HINT):
         key = (number(heads_path, row, "layer", int), number(heads_path, row, "head", int))
         heads[key] = row
     if set(heads) != set(terms):

@@ -16,6 +16,7 @@ scripts/ to sys.path.
   what is drawn (legends outside the axes included); closes the figure.
 - InputError and report(script, draw): the scripts' common ending: "wrote
   PATH" per file and exit code 0, or one line "SCRIPT: what is wrong" and 2.
+- read_csv_rows(path, columns, hint) and number(path, row, key, kind): a CSV's rows, with one-line errors for a missing file, column or rows.
 - csv_and_stem(doc): the arguments of the benchmark plots (CSV [out.png]).
 Standard library only until load_pyplot is called.
 """
@@ -85,6 +86,34 @@ def save(fig, stem):
 
 class InputError(Exception):
     """An input that cannot be plotted; report() prints it in one line and returns 2."""
+
+
+def read_csv_rows(path, columns=(), hint=""):
+    """The rows of a CSV file as dicts; InputError when the file, a column in `columns` or every row is missing.
+
+    hint: what to do when the file is missing, e.g. " (run `attnlab probe RUN_DIR` first)"."""
+    import csv
+    import os
+
+    if not os.path.isfile(path):
+        raise InputError(f"{path}: no such file{hint}")
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in columns if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError(f"{path}: missing column(s) {', '.join(missing)}")
+        rows = list(reader)
+    if not rows:
+        raise InputError(f"{path}: no rows")
+    return rows
+
+
+def number(path, row, key, kind=float):
+    """row[key] as `kind`; InputError naming the file and the cell when it is not a number."""
+    try:
+        return kind(row[key])
+    except (TypeError, ValueError):
+        raise InputError(f"{path}: {key} {row[key]!r} is not a number") from None
 
 
 def report(script, draw):

@@ -22,42 +22,20 @@ Exit codes: 0 written, 2 a missing or malformed file, a bad argument.
 Needs Debian's python3-matplotlib.
 """
 import argparse
-import csv
 import math
 import os
 import sys
 
 import plot_style
-from plot_style import InputError, style
+from plot_style import InputError, number, style
 
 plt = plot_style.load_pyplot("plot_truncation.py")
 from matplotlib import ticker  # noqa: E402  (matplotlib is importable once load_pyplot returned)
 
 
-def read_csv(path, columns):
-    if not os.path.isfile(path):
-        raise InputError(f"{path}: no such file")
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        missing = [c for c in columns if c not in (reader.fieldnames or [])]
-        if missing:
-            raise InputError(f"{path}: missing column(s) {', '.join(missing)}")
-        rows = list(reader)
-    if not rows:
-        raise InputError(f"{path}: no rows")
-    return rows
-
-
-def number(path, row, key, kind=float):
-    try:
-        return kind(row[key])
-    except (TypeError, ValueError):
-        raise InputError(f"{path}: {key} {row[key]!r} is not a number") from None
-
-
 def read_truncation(path):
     """(trained variant, its own loss, truncated numerator, [orders], [losses])."""
-    rows = read_csv(path, ["trained", "evaluated", "numerator", "order", "test_loss"])
+    rows = plot_style.read_csv_rows(path, ["trained", "evaluated", "numerator", "order", "test_loss"])
     own = rows[0]
     if own["evaluated"] != own["trained"]:
         raise InputError(f"{path}: the first row must be the model as trained (as `eval --truncate` writes it)")
@@ -72,7 +50,7 @@ def layer_dominant_orders(directory):
     """{layer: highest dominant order of its heads} from DIR/probe_heads.csv."""
     path = os.path.join(directory, "probe_heads.csv")
     out = {}
-    for row in read_csv(path, ["layer", "head", "dominant_order"]):
+    for row in plot_style.read_csv_rows(path, ["layer", "head", "dominant_order"]):
         layer = number(path, row, "layer", int)
         out[layer] = max(out.get(layer, 0), number(path, row, "dominant_order", int))
     return out
