@@ -53,7 +53,9 @@ run_files run_once(const temp_dir& tmp, const fs::path& spec, const std::string&
 
 }  // namespace
 
-TEST_CASE("the same spec, seed and thread count give the same metrics and checkpoint, byte for byte", "[determinism]") {
+// [heavy]: four trainings through the binary; the sanitized build leaves it out.
+TEST_CASE("the same spec, seed and thread count give the same metrics and checkpoint, byte for byte",
+          "[determinism][heavy]") {
     temp_dir tmp;
     const fs::path spec = tmp / "det.yaml";
     write_text(spec, parallel_spec);
