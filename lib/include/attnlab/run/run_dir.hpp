@@ -16,7 +16,7 @@
 
 #include "attnlab/attention/recurrent.hpp"
 #include "attnlab/model/transformer.hpp"
-#include "attnlab/run/result_file.hpp"  // run_result_to_yaml, read_run_result
+#include "attnlab/results/result_file.hpp"  // run_result_to_yaml, read_run_result
 #include "attnlab/train/trainer.hpp"
 
 namespace attnlab {
