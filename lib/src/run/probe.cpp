@@ -151,11 +151,6 @@ void write_probe_files(const std::string& dir, const probe_result& r) {
     write_file_atomic(dir + "/" + probe_heads_filename, probe_heads_csv(r));
 }
 
-bool is_probe_output(const std::string& filename) {
-    return filename == probe_terms_filename || filename == probe_heads_filename || filename == "probe.png" ||
-           filename == "probe.pdf";
-}
-
 std::string probe_table(const probe_result& r) {
     std::string out = "layer  head  dominant_order  mean_abs_score  max_abs_score\n";
     char line[128];
