@@ -25,7 +25,7 @@ namespace attnlab {
 inline constexpr const char* result_filename = "result.yaml";
 
 // Files that analyses of a trained run write into its folder: attnlab probe's
-// tables (write_probe_files, probe.hpp) and figures. Named here, below the
+// tables (write_probe_files, analysis/probe.hpp) and figures. Named here, below the
 // analyses, because the run's folder must know them: they describe its
 // model, so clear_run_dir removes them and replace_run_dir leaves them behind.
 inline constexpr const char* probe_terms_filename = "probe.csv";        // layer,head,order,mean_abs_term

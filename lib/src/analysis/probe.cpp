@@ -1,5 +1,5 @@
-// The Taylor-term probe of a run (run/probe.hpp, docs/probe.md).
-#include "attnlab/run/probe.hpp"
+// The Taylor-term probe of a run (analysis/probe.hpp, docs/probe.md).
+#include "attnlab/analysis/probe.hpp"
 
 #include <algorithm>
 #include <cmath>
