@@ -1,5 +1,5 @@
 // attnlab probe RUN_DIR: which Taylor orders of exp(s) a finished run's
-// attention scores use (run/probe.hpp, docs/probe.md). Writes probe.csv and
+// attention scores use (analysis/probe.hpp, docs/probe.md). Writes probe.csv and
 // probe_heads.csv (atomically, into the run directory or --out), prints the
 // dominant order of every layer and head, and draws the figure with
 // scripts/plot_probe.py when a python3 with matplotlib is there (otherwise
@@ -12,7 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "attnlab/run/probe.hpp"
+#include "attnlab/analysis/probe.hpp"
 #include "attnlab/run/resources.hpp"
 #include "attnlab/run/run_dir.hpp"
 #include "attnlab/run/runner.hpp"

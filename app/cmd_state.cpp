@@ -13,7 +13,7 @@
 #include <string>
 
 #include "attnlab/attention/recurrent.hpp"
-#include "attnlab/run/summary.hpp"
+#include "attnlab/results/summary.hpp"
 #include "commands.hpp"
 #include "spec_options.hpp"
 

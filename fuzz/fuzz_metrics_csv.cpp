@@ -1,5 +1,5 @@
 // libFuzzer target for the reader of a run's metrics.csv:
-// metrics_prefix_up_to (lib/include/attnlab/run/metrics_csv.hpp), which
+// metrics_prefix_up_to (lib/include/attnlab/results/metrics_csv.hpp), which
 // `attnlab run` calls (through keep_metrics_up_to) to cut runs/<id>/metrics.csv
 // back to the step of a resume state. Built and run by scripts/fuzz.
 //
@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-#include "attnlab/run/metrics_csv.hpp"
+#include "attnlab/results/metrics_csv.hpp"
 #include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,5 +1,5 @@
 // libFuzzer target for the reader of a run's result.yaml: read_run_result
-// (lib/include/attnlab/run/result_file.hpp), which `attnlab run`,
+// (lib/include/attnlab/results/result_file.hpp), which `attnlab run`,
 // `summarize` and `eval` call on runs/<id>/result.yaml. Built and run by
 // scripts/fuzz.
 //
@@ -17,7 +17,7 @@
 #include <optional>
 #include <string>
 
-#include "attnlab/run/result_file.hpp"
+#include "attnlab/results/result_file.hpp"
 #include "attnlab/util/error.hpp"
 #include "fuzz_support.hpp"
 

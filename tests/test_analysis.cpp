@@ -15,13 +15,13 @@
 #include <string>
 #include <vector>
 
-#include "attnlab/run/loss_spikes.hpp"
 #include "attnlab/analysis/per_position.hpp"
+#include "attnlab/analysis/probe.hpp"
 #include "attnlab/analysis/truncation.hpp"
 #include "attnlab/attention/variants.hpp"
 #include "attnlab/io/csv.hpp"
-#include "attnlab/run/metrics_csv.hpp"
-#include "attnlab/run/probe.hpp"
+#include "attnlab/results/loss_spikes.hpp"
+#include "attnlab/results/metrics_csv.hpp"
 #include "attnlab/run/run_dir.hpp"
 #include "attnlab/spec/spec.hpp"
 #include "attnlab/train/trainer.hpp"

@@ -17,7 +17,7 @@
 #include "attnlab/attention/recurrent.hpp"
 #include "attnlab/bench/seq_len_bench.hpp"
 #include "attnlab/model/buffer_plan.hpp"
-#include "attnlab/run/result_file.hpp"
+#include "attnlab/results/result_file.hpp"
 #include "attnlab/spec/spec.hpp"
 #include "attnlab/train/memory_estimate.hpp"
 #include "attnlab/train/trainer.hpp"

@@ -1,5 +1,5 @@
-// Paired comparisons over seeds (run/comparisons.hpp), the edge-of-grid flag
-// (run/run_groups.hpp), a spec's `report:` and a grid's own `seeds:`.
+// Paired comparisons over seeds (results/comparisons.hpp), the edge-of-grid flag
+// (results/run_groups.hpp), a spec's `report:` and a grid's own `seeds:`.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "attnlab/run/comparisons.hpp"
-#include "attnlab/run/run_groups.hpp"
-#include "attnlab/run/summary.hpp"
+#include "attnlab/results/comparisons.hpp"
+#include "attnlab/results/run_groups.hpp"
+#include "attnlab/results/summary.hpp"
 #include "attnlab/spec/spec.hpp"
 #include "attnlab/util/error.hpp"
 #include "support/text_files.hpp"

@@ -16,14 +16,14 @@
 
 #include <spdlog/spdlog.h>
 
-#include "attnlab/train/memory_estimate.hpp"
+#include "attnlab/results/run_groups.hpp"
+#include "attnlab/results/summary.hpp"
 #include "attnlab/run/run_dir.hpp"
-#include "attnlab/run/run_groups.hpp"
 #include "attnlab/run/runner.hpp"
-#include "attnlab/run/summary.hpp"
 #include "attnlab/run/sweep_dir.hpp"
 #include "attnlab/spec/spec.hpp"
 #include "attnlab/tasks/task.hpp"
+#include "attnlab/train/memory_estimate.hpp"
 #include "attnlab/train/trainer.hpp"
 #include "attnlab/util/error.hpp"
 #include "support/process_support.hpp"

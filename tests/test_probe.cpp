@@ -1,4 +1,4 @@
-// attnlab probe (run/probe.hpp): the mean Taylor terms |s|^m / m! of a run's
+// attnlab probe (analysis/probe.hpp): the mean Taylor terms |s|^m / m! of a run's
 // attention scores against an independent computation from the parameters,
 // the dominant order of hand-made scores, refusals and errors, and the
 // command end to end.
@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "attnlab/analysis/probe.hpp"
 #include "attnlab/io/csv.hpp"
 #include "attnlab/io/files.hpp"
 #include "attnlab/model/make_model.hpp"
-#include "attnlab/run/probe.hpp"
 #include "attnlab/run/run_dir.hpp"
 #include "attnlab/spec/spec.hpp"
 #include "attnlab/train/checkpoint.hpp"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "attnlab/io/safetensors.hpp"
-#include "attnlab/run/result_file.hpp"
+#include "attnlab/results/result_file.hpp"
 #include "attnlab/train/resume_state.hpp"
 #include "attnlab/util/error.hpp"
 

@@ -7,9 +7,9 @@
 #include <fstream>
 
 #include "attnlab/io/files.hpp"
-#include "attnlab/run/runner.hpp"
+#include "attnlab/results/summary.hpp"
 #include "attnlab/run/run_dir.hpp"
-#include "attnlab/run/summary.hpp"
+#include "attnlab/run/runner.hpp"
 #include "support/process_support.hpp"
 
 using namespace attnlab;

@@ -9,7 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "attnlab/io/files.hpp"
-#include "attnlab/run/metrics_csv.hpp"
+#include "attnlab/results/metrics_csv.hpp"
 #include "attnlab/run/run_dir.hpp"
 #include "attnlab/train/checkpoint.hpp"
 #include "attnlab/util/error.hpp"

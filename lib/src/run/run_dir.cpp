@@ -23,7 +23,6 @@
 #include "attnlab/io/csv.hpp"
 #include "attnlab/io/files.hpp"
 #include "attnlab/model/make_model.hpp"
-#include "attnlab/run/probe.hpp"
 #include "attnlab/run/run_check.hpp"
 #include "attnlab/spec/spec.hpp"
 #include "attnlab/tasks/task.hpp"
@@ -106,6 +105,11 @@ bool run_lock::wait(const std::atomic<bool>* stop) {
 
 run_lock::~run_lock() {
     if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
+}
+
+bool is_probe_output(const std::string& filename) {
+    return filename == probe_terms_filename || filename == probe_heads_filename || filename == "probe.png" ||
+           filename == "probe.pdf";
 }
 
 namespace {

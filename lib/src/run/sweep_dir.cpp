@@ -20,10 +20,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include "attnlab/io/files.hpp"
+#include "attnlab/results/run_groups.hpp"
+#include "attnlab/results/summary.hpp"
 #include "attnlab/run/run_check.hpp"
 #include "attnlab/run/run_dir.hpp"
-#include "attnlab/run/run_groups.hpp"
-#include "attnlab/run/summary.hpp"
 #include "attnlab/train/resume_state.hpp"
 #include "attnlab/util/error.hpp"
 

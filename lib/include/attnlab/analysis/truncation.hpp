@@ -1,3 +1,10 @@
+// The analysis module (layer 9 of lib/README.md's table): analyses of a
+// trained run, read from its folder through run/run_dir.hpp. It owns the
+// evaluation of a run with another attention variant (this header),
+// per-position loss (per_position.hpp) and the Taylor-term probe
+// (probe.hpp); the files the probe writes into a run folder are named in
+// run_dir.hpp, below it, so that run/ never includes an analysis.
+//
 // Evaluating a trained model with another attention variant (attnlab eval
 // --set attention.numerator=taylor --set attention.order=N, and the sweep
 // attnlab eval --truncate ORDERS, docs/running.md). A model trained with exp

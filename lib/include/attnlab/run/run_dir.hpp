@@ -7,6 +7,7 @@
 //   resume.state       a run stopped mid-way (train/resume_state.hpp)
 //   result.yaml        written last, atomically: it marks the run done
 //   .lock              flock(2) of the process training the run
+//   probe.csv, ...     outputs of analyses of the trained run (attnlab probe)
 // The sweep's directory around it is in sweep_dir.hpp; the order in which a
 // run's files are written, and why, in runner.hpp.
 #pragma once
@@ -16,12 +17,21 @@
 
 #include "attnlab/attention/recurrent.hpp"
 #include "attnlab/model/transformer.hpp"
-#include "attnlab/run/result_file.hpp"  // run_result_to_yaml, read_run_result
+#include "attnlab/results/result_file.hpp"  // run_result_to_yaml, read_run_result
 #include "attnlab/train/trainer.hpp"
 
 namespace attnlab {
 
 inline constexpr const char* result_filename = "result.yaml";
+
+// Files that analyses of a trained run write into its folder: attnlab probe's
+// tables (write_probe_files, analysis/probe.hpp) and figures. Named here, below the
+// analyses, because the run's folder must know them: they describe its
+// model, so clear_run_dir removes them and replace_run_dir leaves them behind.
+inline constexpr const char* probe_terms_filename = "probe.csv";        // layer,head,order,mean_abs_term
+inline constexpr const char* probe_heads_filename = "probe_heads.csv";  // one row per (layer, head)
+// probe.csv, probe_heads.csv, probe.png or probe.pdf: what a redo of the run removes.
+bool is_probe_output(const std::string& filename);
 
 // run_result_to_yaml written atomically to <run_dir>/result.yaml.
 void write_run_result(const std::string& run_dir, const run_result& r);

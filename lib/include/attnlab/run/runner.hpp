@@ -1,3 +1,11 @@
+// The run module (layer 8 of lib/README.md's table): orchestration. It owns
+// the runner (this header), a run's folder and its checks (run_dir.hpp,
+// run_check.hpp), the sweep's folder (sweep_dir.hpp), the guards that keep
+// finished runs (sweep_guard.hpp), the memory a sweep may use
+// (resources.hpp) and sampling from a trained run (sample.hpp, attnlab
+// generate). It trains through train/ and writes its tables through
+// results/, both below it; analyses and benchmarks sit above it.
+//
 // Runs the runs of an experiment spec and writes docs/outputs.md's outputs:
 //   <out>/<name>/spec.yaml, overrides.yaml, summary.csv, curves.csv, table.md,
 //   <out>/<name>/runs/<run_id>/config.yaml, metrics.csv, model.safetensors, result.yaml

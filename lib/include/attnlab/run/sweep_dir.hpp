@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "attnlab/run/summary.hpp"
+#include "attnlab/results/summary.hpp"
 #include "attnlab/spec/spec.hpp"
 
 namespace attnlab {

@@ -1,13 +1,13 @@
 // Loss spikes from the per-step training losses of metrics.csv
-// (run/loss_spikes.hpp).
-#include "attnlab/run/loss_spikes.hpp"
+// (results/loss_spikes.hpp).
+#include "attnlab/results/loss_spikes.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
 #include "attnlab/io/files.hpp"
-#include "attnlab/run/metrics_csv.hpp"
+#include "attnlab/results/metrics_csv.hpp"
 #include "attnlab/util/error.hpp"
 
 namespace attnlab {

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "attnlab/run/summary.hpp"
+#include "attnlab/results/summary.hpp"
 
 namespace attnlab {
 

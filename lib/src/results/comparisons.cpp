@@ -1,5 +1,5 @@
 // Paired comparisons against a baseline variant; the rules are in comparisons.hpp.
-#include "attnlab/run/comparisons.hpp"
+#include "attnlab/results/comparisons.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "attnlab/io/csv.hpp"
-#include "attnlab/run/run_groups.hpp"
+#include "attnlab/results/run_groups.hpp"
 
 namespace attnlab {
 

@@ -18,6 +18,7 @@
 
 #include "attnlab/config/run_config.hpp"
 #include "attnlab/model/transformer.hpp"
+#include "attnlab/run/run_dir.hpp"  // probe_terms_filename, probe_heads_filename
 #include "attnlab/tasks/task.hpp"
 
 namespace attnlab {
@@ -91,12 +92,10 @@ probe_result probe_run_dir(const std::string& run_dir, const probe_options& opt)
 // Why the probe cannot measure `a` ("" when it can): feature maps have no score.
 std::string probe_refusal(const attention_config& a);
 
-// The outputs, written atomically into `dir`:
-inline constexpr const char* probe_terms_filename = "probe.csv";        // layer,head,order,mean_abs_term
-inline constexpr const char* probe_heads_filename = "probe_heads.csv";  // one row per (layer, head)
+// The outputs, written atomically into `dir`: probe_terms_filename and
+// probe_heads_filename (named in run/run_dir.hpp with is_probe_output, so
+// that a run's folder knows them without including the probe).
 void write_probe_files(const std::string& dir, const probe_result& r);
-// probe.csv, probe_heads.csv, probe.png or probe.pdf: what a redo of the run removes.
-bool is_probe_output(const std::string& filename);
 std::string probe_terms_csv(const probe_result& r);
 std::string probe_heads_csv(const probe_result& r);
 // The table attnlab probe prints: per layer and head the dominant order,

@@ -1,5 +1,5 @@
 // metrics.csv of a run, read back when a stopped run resumes.
-#include "attnlab/run/metrics_csv.hpp"
+#include "attnlab/results/metrics_csv.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -1,5 +1,5 @@
 // result.yaml of a finished run, written and read with yaml-cpp.
-#include "attnlab/run/result_file.hpp"
+#include "attnlab/results/result_file.hpp"
 
 #include <cmath>
 #include <cstdio>

@@ -1,5 +1,5 @@
-// The Taylor-term probe of a run (run/probe.hpp, docs/probe.md).
-#include "attnlab/run/probe.hpp"
+// The Taylor-term probe of a run (analysis/probe.hpp, docs/probe.md).
+#include "attnlab/analysis/probe.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -149,11 +149,6 @@ void write_probe_files(const std::string& dir, const probe_result& r) {
     make_dirs(dir);
     write_file_atomic(dir + "/" + probe_terms_filename, probe_terms_csv(r));
     write_file_atomic(dir + "/" + probe_heads_filename, probe_heads_csv(r));
-}
-
-bool is_probe_output(const std::string& filename) {
-    return filename == probe_terms_filename || filename == probe_heads_filename || filename == "probe.png" ||
-           filename == "probe.pdf";
 }
 
 std::string probe_table(const probe_result& r) {

@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
-#include "attnlab/run/loss_spikes.hpp"
-#include "attnlab/run/comparisons.hpp"
-#include "attnlab/run/run_groups.hpp"
-#include "attnlab/run/summary.hpp"
+#include "attnlab/results/comparisons.hpp"
+#include "attnlab/results/loss_spikes.hpp"
+#include "attnlab/results/run_groups.hpp"
+#include "attnlab/results/summary.hpp"
 
 namespace attnlab {
 

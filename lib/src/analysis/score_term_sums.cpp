@@ -1,9 +1,9 @@
-// Sums of the Taylor terms |s|^m / m! of attention scores (run/probe.hpp).
+// Sums of the Taylor terms |s|^m / m! of attention scores (analysis/probe.hpp).
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
-#include "attnlab/run/probe.hpp"
+#include "attnlab/analysis/probe.hpp"
 
 namespace attnlab {
 

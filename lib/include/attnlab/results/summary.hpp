@@ -1,3 +1,11 @@
+// The results module (layer 7 of lib/README.md's table): result tables and
+// statistics made from finished runs. It owns a run's result.yaml
+// (result_file.hpp) and metrics.csv (metrics_csv.hpp), groups of runs over
+// seeds (run_groups.hpp), the sweep's summary files (this header), paired
+// comparisons (comparisons.hpp) and loss spikes (loss_spikes.hpp). It trains
+// nothing and looks for no runs: run/, above it, trains them and hands the
+// finished ones here.
+//
 // The sweep's summary.csv, curves.csv and table.md, built from its runs'
 // results (result.yaml, read and written by result_file.hpp) and metrics.csv;
 // every column is described in docs/outputs.md.
@@ -7,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "attnlab/run/result_file.hpp"  // run_result_to_yaml, read_run_result
+#include "attnlab/results/result_file.hpp"  // run_result_to_yaml, read_run_result
 #include "attnlab/spec/spec.hpp"
 #include "attnlab/train/trainer.hpp"
 
@@ -17,7 +25,7 @@ namespace attnlab {
 struct summary_entry {
     const run_point* point;
     run_result result;
-    // Steps whose training loss spiked (run/loss_spikes.hpp); none
+    // Steps whose training loss spiked (results/loss_spikes.hpp); none
     // without per-step losses (train.log_every != 1). write_summary_files
     // counts them from metrics.csv.
     std::optional<long> loss_spikes = std::nullopt;

@@ -1,6 +1,6 @@
 // Grouping of finished runs over seeds and the learning-rate choice per
 // variant; the rules are in run_groups.hpp.
-#include "attnlab/run/run_groups.hpp"
+#include "attnlab/results/run_groups.hpp"
 
 #include <algorithm>
 #include <cmath>

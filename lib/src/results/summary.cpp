@@ -1,6 +1,6 @@
 // The sweep's summary.csv and curves.csv (table.md is in summary_table.cpp;
 // result.yaml in run_dir.cpp); docs/outputs.md describes them.
-#include "attnlab/run/summary.hpp"
+#include "attnlab/results/summary.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -11,13 +11,13 @@
 
 #include <spdlog/spdlog.h>
 
-#include "attnlab/run/loss_spikes.hpp"
 #include "attnlab/attention/recurrent.hpp"
 #include "attnlab/io/csv.hpp"
 #include "attnlab/io/files.hpp"
-#include "attnlab/run/comparisons.hpp"
-#include "attnlab/run/metrics_csv.hpp"
-#include "attnlab/run/run_groups.hpp"
+#include "attnlab/results/comparisons.hpp"
+#include "attnlab/results/loss_spikes.hpp"
+#include "attnlab/results/metrics_csv.hpp"
+#include "attnlab/results/run_groups.hpp"
 #include "attnlab/util/error.hpp"
 
 namespace attnlab {
