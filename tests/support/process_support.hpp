@@ -85,7 +85,7 @@ public:
     bool running();
     // Polls `ready` every 2 ms until it holds; fails the test if the process
     // ends first or `timeout` passes (the process is then killed).
-    void wait_until(const std::function<bool()>& ready, std::chrono::seconds timeout = std::chrono::seconds(60));
+    void wait_until(const std::function<bool()>& ready, std::chrono::seconds timeout = std::chrono::seconds(180));
     // SIGSTOP: true once the process is stopped, false if it ended instead.
     bool pause();
     void resume();  // SIGCONT
