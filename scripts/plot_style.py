@@ -72,9 +72,15 @@ def style(i):
 
 
 def save(fig, stem):
-    """Writes STEM.png (DPI) and STEM.pdf, cropped to what is drawn, closes the figure; returns the two paths."""
+    """Writes STEM.png (DPI) and STEM.pdf, cropped to what is drawn, closes the figure; returns the two paths.
+    STEM's folder is created when missing."""
+    import os
+
     import matplotlib.pyplot as plt
 
+    folder = os.path.dirname(stem)
+    if folder:
+        os.makedirs(folder, exist_ok=True)
     paths = []
     for ext in ("png", "pdf"):
         path = f"{stem}.{ext}"
