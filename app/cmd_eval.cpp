@@ -99,7 +99,7 @@ void add_eval(CLI::App& app, action& chosen) {
     auto precision = std::make_shared<std::string>("float");
     cmd->add_option("--precision", *precision,
                     "The scalar the model is scored in: float, as trained, or double (the checkpoint widened; the "
-                    "whole forward pass in double, about twice the time and memory)")
+                    "whole forward pass in double: twice the memory, 2 to 3 times the time)")
         ->check(one_of({"float", "double"}))
         ->capture_default_str()
         ->type_name("float|double");

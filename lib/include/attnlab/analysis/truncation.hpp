@@ -71,10 +71,10 @@ struct truncation_row {
 // from `test`: the trained config with eval's test-time keys) first as
 // trained, then with `numerator` at each of `orders` (parallel form), every
 // row in T: float as trained, or double (the checkpoint widened; eval
-// --precision double), where the Taylor polynomial of a large negative score
-// keeps about 29 more bits before round-off swamps it. `progress` is called
-// after each row. Throws config_error when the numerator takes no order or
-// changes the parameters.
+// --precision double), where round-off swamps the Taylor polynomial of a
+// negative score only below about -(s_max + 37) instead of -(s_max + 16),
+// s_max the row's largest score. `progress` is called after each row. Throws
+// config_error when the numerator takes no order or changes the parameters.
 template <class T = float>
 std::vector<truncation_row> truncation_sweep(const std::string& run_dir, const run_config& trained,
                                              const run_config& test, numerator_kind numerator,
