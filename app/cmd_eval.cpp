@@ -7,6 +7,9 @@
 // longer sequences) and the attention variant when the checkpoint fits it
 // unchanged (a truncated exp); --truncate sweeps the order into a CSV and
 // --per-position writes the loss by position (analysis/: the work is there).
+// --precision double scores any of them with the float checkpoint widened to
+// double, so that float round-off (a high Taylor order at large negative
+// scores) can be told from what the variant itself loses.
 // The memory guard refuses, before anything is allocated, an evaluation
 // that cannot fit (docs/outputs-policy.md).
 #include <algorithm>
@@ -93,6 +96,13 @@ void add_eval(CLI::App& app, action& chosen) {
                     "Also write the mean test loss at each position of the evaluation windows to this CSV")
         ->type_name("FILE.csv")
         ->excludes(truncate_opt);
+    auto precision = std::make_shared<std::string>("float");
+    cmd->add_option("--precision", *precision,
+                    "The scalar the model is scored in: float, as trained, or double (the checkpoint widened; the "
+                    "whole forward pass in double: twice the memory, 2 to 3 times the time)")
+        ->check(one_of({"float", "double"}))
+        ->capture_default_str()
+        ->type_name("float|double");
     cmd->add_option("--max-memory", *max_memory,
                     "Memory the evaluation may take (e.g. 4G, 512M); default: what the machine has available")
         ->type_name("SIZE");
@@ -100,6 +110,10 @@ void add_eval(CLI::App& app, action& chosen) {
         chosen = [=] {
             const attention_form f = *form == "recurrent" ? attention_form::recurrent : attention_form::parallel;
             const state_layout l = *layout == "full" ? state_layout::full : state_layout::symmetric;
+            const bool wide = *precision == "double";
+            const eval_precision scalar = wide ? eval_precision::float64 : eval_precision::float32;
+            // " in double" after a variant's name when it was scored so; nothing for float, as before.
+            const std::string in_scalar = wide ? std::string(" in ") + to_string(scalar) : std::string();
             const memory_limit limit =
                 resolve_memory_limit(max_memory->empty() ? 0 : parse_size(*max_memory, "--max-memory"));
             const run_config trained = read_run_dir_config(*run_dir);
@@ -120,7 +134,8 @@ void add_eval(CLI::App& app, action& chosen) {
             }
             set_threads(*threads);
             const int cores = static_cast<int>(std::thread::hardware_concurrency());
-            const inference_memory need = estimate_eval_memory(sized, *threads > 0 ? *threads : cores, f, l);
+            const inference_memory need = estimate_eval_memory(sized, *threads > 0 ? *threads : cores, f, l,
+                                                               wide ? sizeof(double) : sizeof(float));
             require_memory(
                 "eval of " + *run_dir + " (" + *form + " form)", need.total(), eval_memory_terms(need), limit,
                 f == attention_form::recurrent
@@ -128,23 +143,30 @@ void add_eval(CLI::App& app, action& chosen) {
                                                : "Use --form parallel, or set --max-memory")
                     : "Lower task.test_examples or the test lengths with --set, or set --max-memory");
             if (!orders.empty()) {
-                const auto rows = truncation_sweep(
-                    *run_dir, trained, test, sized.attention.numerator, orders, [&](const truncation_row& r) {
-                        std::cout << variant_label(r.attention) << ": " << metrics_line(r.m, test) << std::endl;
-                    });
+                const auto progress = [&](const truncation_row& r) {
+                    std::cout << variant_label(r.attention) << in_scalar << ": " << metrics_line(r.m, test)
+                              << std::endl;
+                };
+                const numerator_kind with = sized.attention.numerator;
+                const auto rows = wide ? truncation_sweep<double>(*run_dir, trained, test, with, orders, progress)
+                                       : truncation_sweep<float>(*run_dir, trained, test, with, orders, progress);
                 write_file_atomic(*out, truncation_csv(trained, rows));
                 std::cout << "wrote " << *out << "\n";
                 return exit_ok;
             }
-            const eval_metrics m = evaluate_run_dir(*run_dir, trained, test, f, l);
+            const eval_metrics m = wide ? evaluate_run_dir<double>(*run_dir, trained, test, f, l)
+                                        : evaluate_run_dir<float>(*run_dir, trained, test, f, l);
             std::cout << metrics_line(m, test);
             if (changed)
-                std::cout << " (evaluated as " << variant_label(test.attention) << ", trained as "
+                std::cout << " (evaluated as " << variant_label(test.attention) << in_scalar << ", trained as "
                           << variant_label(trained.attention) << ")";
+            else if (wide)
+                std::cout << " (evaluated" << in_scalar << ")";
             std::cout << "\n";
             if (!per_position->empty()) {
-                const auto rows = per_position_run_dir(*run_dir, trained, test, f, l);
-                write_file_atomic(*per_position, per_position_csv(trained, test, rows));
+                const auto rows = wide ? per_position_run_dir<double>(*run_dir, trained, test, f, l)
+                                       : per_position_run_dir<float>(*run_dir, trained, test, f, l);
+                write_file_atomic(*per_position, per_position_csv(trained, test, rows, scalar));
                 std::cout << "wrote " << *per_position << "\n";
             }
             return exit_ok;

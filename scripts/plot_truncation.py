@@ -8,7 +8,10 @@ usage: /usr/bin/python3 scripts/plot_truncation.py CSV [CSV ...] [--probe DIR ..
                                                    [--out STEM] [--title TITLE]
 
 Each CSV is what `eval --truncate` writes (trained, evaluated, numerator,
-order, test_loss, ...; its first row is the model as trained). --probe DIR
+order, test_loss, ..., precision; its first row is the model as trained). A
+CSV scored in double (`eval --precision double`) has " (double)" after its
+lines' labels; one without a precision column (written before eval had
+--precision) counts as float. --probe DIR
 gives, in the order of the CSVs, the folder of that model's probe_heads.csv
 (`attnlab probe RUN --out DIR`; by default the CSV's own folder when it holds
 one, else no marks). A layer's dominant order is the highest of its heads'
@@ -34,7 +37,7 @@ from matplotlib import ticker  # noqa: E402  (matplotlib is importable once load
 
 
 def read_truncation(path):
-    """(trained variant, its own loss, truncated numerator, [orders], [losses])."""
+    """(trained variant, its own loss, truncated numerator, [orders], [losses], precision)."""
     rows = plot_style.read_csv_rows(path, ["trained", "evaluated", "numerator", "order", "test_loss"])
     own = rows[0]
     if own["evaluated"] != own["trained"]:
@@ -42,8 +45,11 @@ def read_truncation(path):
     rest = rows[1:]
     if not rest:
         raise InputError(f"{path}: no truncated rows")
+    precision = own.get("precision") or "float"  # no column: written before --precision, in float
+    if precision not in ("float", "double"):
+        raise InputError(f"{path}: precision {precision!r} is not float or double")
     return (own["trained"], number(path, own, "test_loss"), rest[0]["numerator"],
-            [number(path, r, "order", int) for r in rest], [number(path, r, "test_loss") for r in rest])
+            [number(path, r, "order", int) for r in rest], [number(path, r, "test_loss") for r in rest], precision)
 
 
 def layer_dominant_orders(directory):
@@ -65,10 +71,12 @@ def plot(args):
     numerators = set()
     marks = 0
     for i, path in enumerate(args.csv):
-        trained, own, numerator, orders, losses = read_truncation(path)
+        trained, own, numerator, orders, losses, precision = read_truncation(path)
         numerators.add(numerator)
         st = style(i)
         label = args.label[i] if args.label else os.path.basename(os.path.dirname(os.path.abspath(path)))
+        if precision == "double":
+            label += " (double)"
         shown = [(n, v) for n, v in zip(orders, losses) if math.isfinite(v) and v > 0]
         ax.plot([n for n, _ in shown], [v for _, v in shown], color=st["color"], linestyle=st["linestyle"],
                 marker=st["marker"], ms=3.5, lw=1.3, label=f"{label}: {numerator} n")

@@ -2,10 +2,13 @@
 // scoring an exp model with its numerator truncated (the kernel a --set
 // variant gets on a hand-computed 3-token row, order 40 against exp on a
 // trained model with bounded scores, the refusals, the sweep's CSV through
-// the CLI), the per-position loss of a text run against its test loss, and
-// loss spikes (a hand-made series, train.log_every: 1 in metrics.csv and
-// summary.csv's empty cell for a run without per-step losses), and the rows
-// train.log_every adds as a resumed run sees them.
+// the CLI), eval --precision double (the same scores as float on a trained
+// model; order 160 back at exp in double where float's round-off is not, on
+// a model whose scores reach 25), the per-position loss of a text run
+// against its test loss, and loss spikes (a hand-made series,
+// train.log_every: 1 in metrics.csv and summary.csv's empty cell for a run
+// without per-step losses), and the rows train.log_every adds as a resumed
+// run sees them.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -24,6 +27,7 @@
 #include "attnlab/results/metrics_csv.hpp"
 #include "attnlab/run/run_dir.hpp"
 #include "attnlab/spec/spec.hpp"
+#include "attnlab/train/checkpoint.hpp"
 #include "attnlab/train/trainer.hpp"
 #include "attnlab/util/error.hpp"
 #include "support/process_support.hpp"
@@ -32,6 +36,8 @@
 using namespace attnlab;
 using namespace attnlab::test;
 using Catch::Matchers::Contains;
+using Catch::Matchers::EndsWith;
+using Catch::Matchers::StartsWith;
 
 namespace {
 
@@ -158,12 +164,121 @@ TEST_CASE("truncation: on a trained exp model with bounded scores, order 40 matc
     REQUIRE(sweep.code == 0);
     const auto lines = lines_of(read_text(dir / "t.csv"));
     REQUIRE(lines.size() == 5);
-    CHECK(lines[0] == "trained,evaluated,numerator,order,test_loss,bits_per_byte,token_acc,seq_acc");
+    CHECK(lines[0] == "trained,evaluated,numerator,order,test_loss,bits_per_byte,token_acc,seq_acc,precision");
     CHECK_THAT(lines[1], Contains("exp/softmax,exp/softmax,exp,,"));
     CHECK_THAT(lines[4], Contains("exp/softmax,taylor 40/softmax,taylor,40," + format_number(rows[3].m.loss)));
+    CHECK_THAT(lines[4], EndsWith(",float"));
     const cli_result refused = run_cli({"eval", run.string(), "--set", "model.d_model=32"});
     CHECK(refused.code == 2);
     CHECK_THAT(refused.err, Contains("model.d_model"));
+}
+
+TEST_CASE("eval in double: a trained exp model scores as in float to 1e-5, in every path",
+          "[analysis][precision][cli]") {
+    temp_dir dir;
+    const fs::path run = trained_run(dir, "wide", tiny_lookup_spec("wide", 300, 100, ""), "seed=0");
+    const run_config cfg = read_run_dir_config(run.string());
+    const auto parallel = attention_form::parallel;
+    const auto symmetric = state_layout::symmetric;
+    const eval_metrics f = evaluate_run_dir<float>(run.string(), cfg, cfg, parallel, symmetric);
+    const eval_metrics d = evaluate_run_dir<double>(run.string(), cfg, cfg, parallel, symmetric);
+    CHECK(f.loss == evaluate_run_dir(run.string()).loss);  // float is the default
+    CHECK(d.loss == Approx(f.loss).epsilon(1e-5));
+    CHECK(d.loss != f.loss);  // computed in double, not float converted
+    // The recurrent form (a key/value cache for exp) agrees in double far below float's round-off.
+    CHECK(evaluate_run_dir<double>(run.string(), cfg, cfg, attention_form::recurrent, symmetric).loss ==
+          Approx(d.loss).epsilon(1e-12));
+    // Per position: the count-weighted mean is the double test loss.
+    long count = 0;
+    double sum = 0;
+    for (const position_loss& p : per_position_run_dir<double>(run.string(), cfg, cfg, parallel, symmetric)) {
+        count += p.count;
+        sum += p.loss_sum;
+    }
+    CHECK(sum / static_cast<double>(count) == Approx(d.loss).epsilon(1e-12));
+    // The sweep's rows in double, the first the model as trained.
+    const auto rows = truncation_sweep<double>(run.string(), cfg, cfg, numerator_kind::taylor, {40});
+    REQUIRE(rows.size() == 2);
+    CHECK(rows[0].m.loss == d.loss);
+    CHECK(rows[0].precision == eval_precision::float64);
+    CHECK(std::abs(rows[1].m.loss - d.loss) < 1e-5);  // bounded scores: order 40 is exp
+
+    // Through the CLI: the line says so, and the per-position CSV records it.
+    const cli_result r = run_cli(
+        {"eval", run.string(), "--threads", "1", "--precision", "double", "--per-position", (dir / "pp.csv").string()});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Contains("test loss " + format_number(d.loss) + " ") && Contains("(evaluated in double)"));
+    CHECK_THAT(lines_of(read_text(dir / "pp.csv"))[1], EndsWith(",exp/softmax,exp/softmax,double"));
+    const cli_result as = run_cli({"eval", run.string(), "--threads", "1", "--precision", "double", "--set",
+                                   "attention.numerator=taylor", "--set", "attention.order=40"});
+    INFO(as.err);
+    REQUIRE(as.code == 0);
+    CHECK_THAT(as.out, Contains("(evaluated as taylor 40/softmax in double, trained as exp/softmax)"));
+    const cli_result plain = run_cli({"eval", run.string(), "--threads", "1", "--precision", "float"});
+    REQUIRE(plain.code == 0);
+    CHECK(plain.out == "test loss " + format_number(f.loss) + " token_acc " + format_number(f.token_acc) + " seq_acc " +
+                           format_number(f.seq_acc) + "\n");
+}
+
+TEST_CASE("eval in double: where float round-off swamps a high Taylor order, double comes back to exp",
+          "[analysis][precision][truncation][cli]") {
+    temp_dir dir;
+    const fs::path run = trained_run(dir, "big", tiny_lookup_spec("big", 300, 100, ""), "seed=0");
+    const run_config cfg = read_run_dir_config(run.string());
+    probe_options po;
+    po.max_order = 4;
+    const auto max_abs_score = [&] {
+        double m = 0;
+        for (const probe_head& h : probe_run_dir(run.string(), po).heads) m = std::max(m, h.max_abs_score);
+        return m;
+    };
+    // Every score scaled to reach |s| = 25 (the query weights scaled, the
+    // checkpoint saved again). At s = -25 the order-160 polynomial sums terms
+    // up to ~e^25 / 12 = 6e9: float's round-off (~400) is far above
+    // exp(-25) = 1.4e-11, and above a row's e^s_max unless s_max > ~6; double's
+    // (~1e-6) matters only in rows whose largest score is below about -14.
+    const double scale = 25.0 / max_abs_score();
+    {
+        transformer<float> model = load_run_model(run.string(), cfg, cfg);
+        for (const param_tensor& t : model.layout().tensors())
+            if (t.name.find("attn.q.weight") != std::string::npos)
+                for (std::size_t i = t.offset; i < t.offset + t.size; ++i)
+                    model.params[i] = static_cast<float>(model.params[i] * scale);
+        checkpoint_save((run / checkpoint_filename).string(), model);
+    }
+    REQUIRE(max_abs_score() == Approx(25.0).epsilon(1e-3));
+
+    const auto f = truncation_sweep<float>(run.string(), cfg, cfg, numerator_kind::taylor, {40, 160});
+    const auto d = truncation_sweep<double>(run.string(), cfg, cfg, numerator_kind::taylor, {40, 160});
+    REQUIRE(f.size() == 3);
+    REQUIRE(d.size() == 3);
+    const double exp_loss = d[0].m.loss;
+    CHECK(f[0].m.loss == Approx(exp_loss).epsilon(1e-5));  // exp itself: the same in both
+    // Order 40 is too low for |s| = 25 in either precision (the series needs more orders) ...
+    CHECK(std::abs(d[1].m.loss - exp_loss) > 1e-2);
+    CHECK(f[1].m.loss == Approx(d[1].m.loss).epsilon(1e-4));
+    // ... order 160 has converged: double comes back to exp, float's round-off does not.
+    INFO("float " << f[2].m.loss << ", double " << d[2].m.loss << ", exp " << exp_loss);
+    CHECK(std::abs(d[2].m.loss - exp_loss) < 1e-6);
+    CHECK(std::abs(f[2].m.loss - exp_loss) > 1e-2);
+
+    // Through the CLI: the precision column says which.
+    for (const std::string precision : {"float", "double"}) {
+        const std::string out = (dir / (precision + ".csv")).string();
+        const cli_result r = run_cli(
+            {"eval", run.string(), "--threads", "1", "--truncate", "160", "--precision", precision, "--out", out});
+        INFO(r.err);
+        REQUIRE(r.code == 0);
+        const auto lines = lines_of(read_text(out));
+        REQUIRE(lines.size() == 3);
+        CHECK(lines[0] == "trained,evaluated,numerator,order,test_loss,bits_per_byte,token_acc,seq_acc,precision");
+        const auto& row = precision == "float" ? f[2] : d[2];
+        CHECK_THAT(lines[2], StartsWith("exp/softmax,taylor 160/softmax,taylor,160," + format_number(row.m.loss)) &&
+                                 EndsWith("," + precision));
+        CHECK_THAT(r.out, Contains(precision == "float" ? "taylor 160/softmax: test loss"
+                                                        : "taylor 160/softmax in double: test loss"));
+    }
 }
 
 TEST_CASE("per-position loss: on a text run, the count-weighted mean is the test loss", "[analysis][cli]") {
@@ -194,9 +309,9 @@ TEST_CASE("per-position loss: on a text run, the count-weighted mean is the test
     REQUIRE(r.code == 0);
     const auto lines = lines_of(read_text(dir / "pp.csv"));
     REQUIRE(lines.size() == 17);
-    CHECK(lines[0] == "position,loss,bits_per_byte,count,trained,evaluated");
+    CHECK(lines[0] == "position,loss,bits_per_byte,count,trained,evaluated,precision");
     CHECK_THAT(lines[1], Contains("0," + format_number(rows[0].loss_sum / 8) + ","));
-    CHECK_THAT(lines[1], Contains(",8,exp/softmax,exp/softmax"));
+    CHECK_THAT(lines[1], Contains(",8,exp/softmax,exp/softmax,float"));
 }
 
 TEST_CASE("per-position loss: a synthetic task counts its answer positions only", "[analysis][cli]") {

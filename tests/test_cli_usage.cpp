@@ -75,6 +75,9 @@ TEST_CASE("CLI11's failures are told in attnlab's words", "[cli]") {
     CHECK_THAT(usage_error({"eval", "d", "--form", "recurent"}),
                Contains("--form: expected parallel or recurrent, got 'recurent', did you mean 'recurrent'?"));
     CHECK_THAT(usage_error({"eval", "d", "--layout", "ful"}), Contains("did you mean 'full'?"));
+    CHECK_THAT(usage_error({"eval", "d", "--precision", "half"}),
+               Contains("--precision: expected float or double, got 'half'"));
+    CHECK_THAT(usage_error({"eval", "d", "--precision", "doubel"}), Contains("did you mean 'double'?"));
     CHECK_THAT(usage_error({"run", spec, "--ou", "x"}),
                Contains("attnlab run: unknown option '--ou', did you mean '--out'?"));
     CHECK_THAT(usage_error({"run", spec, "extra"}), Contains("attnlab run: unexpected argument 'extra'"));

@@ -153,6 +153,7 @@ std::vector<int> parse_order_list(const std::string& text, const std::string& op
     return out;
 }
 
+template <class T>
 std::vector<truncation_row> truncation_sweep(const std::string& run_dir, const run_config& trained,
                                              const run_config& test, numerator_kind numerator,
                                              const std::vector<int>& orders,
@@ -164,8 +165,8 @@ std::vector<truncation_row> truncation_sweep(const std::string& run_dir, const r
     std::vector<truncation_row> rows;
     const auto data = make_task(test.task, static_cast<std::uint64_t>(test.seed));  // the same set for every row
     auto score = [&](const run_config& c) {
-        transformer<float> model = load_run_model(run_dir, trained, c);
-        rows.push_back({c.attention, evaluate(model, data->test_set(), c.train.batch)});
+        transformer<T> model = load_run_model<T>(run_dir, trained, c);
+        rows.push_back({c.attention, evaluate(model, data->test_set(), c.train.batch), precision_of<T>});
         if (progress) progress(rows.back());
     };
     score(test);
@@ -182,15 +183,22 @@ std::vector<truncation_row> truncation_sweep(const std::string& run_dir, const r
     return rows;
 }
 
+template std::vector<truncation_row> truncation_sweep<float>(const std::string&, const run_config&, const run_config&,
+                                                             numerator_kind, const std::vector<int>&,
+                                                             const std::function<void(const truncation_row&)>&);
+template std::vector<truncation_row> truncation_sweep<double>(const std::string&, const run_config&, const run_config&,
+                                                              numerator_kind, const std::vector<int>&,
+                                                              const std::function<void(const truncation_row&)>&);
+
 std::string truncation_csv(const run_config& trained, const std::vector<truncation_row>& rows) {
     const bool text = trained.task.kind == task_kind::text;
-    std::string out =
-        csv_line({"trained", "evaluated", "numerator", "order", "test_loss", "bits_per_byte", "token_acc", "seq_acc"});
+    std::string out = csv_line({"trained", "evaluated", "numerator", "order", "test_loss", "bits_per_byte", "token_acc",
+                                "seq_acc", "precision"});
     for (const truncation_row& r : rows) {
         out += csv_line({variant_label(trained.attention), variant_label(r.attention), to_string(r.attention.numerator),
                          traits_of(r.attention.numerator).takes_order ? std::to_string(r.attention.order) : "",
                          format_number(r.m.loss), text ? format_number(r.m.loss / std::log(2.0)) : "",
-                         format_number(r.m.token_acc), text ? "" : format_number(r.m.seq_acc)});
+                         format_number(r.m.token_acc), text ? "" : format_number(r.m.seq_acc), to_string(r.precision)});
     }
     return out;
 }

@@ -16,7 +16,7 @@ transformer<T> make_model(const run_config& cfg) {
     return model;
 }
 
-buffer_plan run_buffer_plan(const run_config& cfg, int threads) {
+buffer_plan run_buffer_plan(const run_config& cfg, int threads, std::size_t scalar_bytes) {
     const batch_shape shape = run_batch_shape(cfg);
     buffer_plan_input in;
     in.model = cfg.model;
@@ -26,7 +26,7 @@ buffer_plan run_buffer_plan(const run_config& cfg, int threads) {
     in.B = shape.B;
     in.T = shape.T;
     in.threads = threads;
-    in.float_bytes = sizeof(float);
+    in.float_bytes = scalar_bytes;
     return plan_model_buffers(in);
 }
 

@@ -228,8 +228,10 @@ ATTNLAB_CLONES void small_gemm(float* C, int ldc, const float* A, int lda, const
         small_gemm_impl<float, false>(C, ldc, A, lda, B, ldb, M, N, K, alpha, add, k_band, n_band);
 }
 
-void small_gemm(double* C, int ldc, const double* A, int lda, const double* B, int ldb, int M, int N, int K,
-                double alpha, bool add, row_band k_band, row_band n_band, bool trans_a) {
+// Cloned too: eval --precision double runs whole models in double, and the
+// baseline clone's emulated 64-byte vectors made it ~15x slower than float.
+ATTNLAB_CLONES void small_gemm(double* C, int ldc, const double* A, int lda, const double* B, int ldb, int M, int N,
+                               int K, double alpha, bool add, row_band k_band, row_band n_band, bool trans_a) {
     if (trans_a)
         small_gemm_impl<double, true>(C, ldc, A, lda, B, ldb, M, N, K, alpha, add, k_band, n_band);
     else
@@ -240,7 +242,7 @@ ATTNLAB_CLONES void transpose_into(float* out, const float* in, int rows, int co
     transpose_impl(out, in, rows, cols, ld_in);
 }
 
-void transpose_into(double* out, const double* in, int rows, int cols, int ld_in) {
+ATTNLAB_CLONES void transpose_into(double* out, const double* in, int rows, int cols, int ld_in) {
     transpose_impl(out, in, rows, cols, ld_in);
 }
 

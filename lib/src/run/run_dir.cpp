@@ -191,7 +191,8 @@ eval_metrics evaluate_run_dir(const std::string& run_dir, attention_form form, s
     return evaluate_run_dir(run_dir, cfg, cfg, form, layout);
 }
 
-transformer<float> load_run_model(const std::string& run_dir, const run_config& trained, const run_config& test) {
+template <class T>
+transformer<T> load_run_model(const std::string& run_dir, const run_config& trained, const run_config& test) {
     const std::string ckpt = run_dir + "/" + checkpoint_filename;
     std::error_code ec;
     if (!fs::is_regular_file(ckpt, ec)) {
@@ -215,23 +216,33 @@ transformer<float> load_run_model(const std::string& run_dir, const run_config& 
                            std::to_string(test_T));
 
     // As train_run builds and sizes the model.
-    transformer<float> model = make_model<float>(test);
+    transformer<T> model = make_model<T>(test);
     checkpoint_load(ckpt, model);
     for (const auto& t : model.layout().tensors())  // a NaN would only show as a NaN loss
         if (!std::all_of(model.params.begin() + static_cast<std::ptrdiff_t>(t.offset),
                          model.params.begin() + static_cast<std::ptrdiff_t>(t.offset + t.size),
-                         [](float x) { return std::isfinite(x); }))
+                         [](T x) { return std::isfinite(x); }))
             throw io_error(ckpt + ": tensor " + t.name + " holds non-finite values (NaN or infinity)");
     return model;
 }
 
+template <class T>
 eval_metrics evaluate_run_dir(const std::string& run_dir, const run_config& trained, const run_config& test,
                               attention_form form, state_layout layout) {
-    const subnormals_flushed as_in_training;  // so that a run's own test set scores as training recorded it
-    transformer<float> model = load_run_model(run_dir, trained, test);
+    // So that a run's own test set scores as training recorded it (in double
+    // only values below 2.2e-308 are flushed, as fast and as harmless).
+    const subnormals_flushed as_in_training;
+    transformer<T> model = load_run_model<T>(run_dir, trained, test);
     auto data = make_task(test.task, static_cast<std::uint64_t>(test.seed));
     model.set_attention_form(form, layout);
     return evaluate(model, data->test_set(), test.train.batch);
 }
+
+template transformer<float> load_run_model<float>(const std::string&, const run_config&, const run_config&);
+template transformer<double> load_run_model<double>(const std::string&, const run_config&, const run_config&);
+template eval_metrics evaluate_run_dir<float>(const std::string&, const run_config&, const run_config&, attention_form,
+                                              state_layout);
+template eval_metrics evaluate_run_dir<double>(const std::string&, const run_config&, const run_config&, attention_form,
+                                               state_layout);
 
 }  // namespace attnlab

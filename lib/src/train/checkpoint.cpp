@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <type_traits>
 
 #include "attnlab/io/safetensors.hpp"
 #include "attnlab/util/error.hpp"
@@ -23,11 +24,18 @@ void checkpoint_save(const std::string& path, const transformer<float>& model, c
     safetensors_write(path, model.layout().named_tensors(), model.params, meta);
 }
 
-void checkpoint_load(const std::string& path, transformer<float>& model) {
+template <class T>
+void checkpoint_load(const std::string& path, transformer<T>& model) {
     if (!std::filesystem::is_regular_file(path)) throw io_error(path + ": no such checkpoint file");
     std::vector<float> params = safetensors_read(path, model.layout().named_tensors());
-    model.params = std::move(params);
+    if constexpr (std::is_same_v<T, float>)
+        model.params = std::move(params);
+    else
+        model.params.assign(params.begin(), params.end());  // every float is a double exactly
 }
+
+template void checkpoint_load<float>(const std::string&, transformer<float>&);
+template void checkpoint_load<double>(const std::string&, transformer<double>&);
 
 bool params_finite(const transformer<float>& model) {
     return std::all_of(model.params.begin(), model.params.end(), [](float x) { return std::isfinite(x); });

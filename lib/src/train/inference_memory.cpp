@@ -10,7 +10,8 @@
 
 namespace attnlab {
 
-std::size_t recurrent_state_bytes(const attention_config& a, int NH, int HS, int B, int T, state_layout layout) {
+std::size_t recurrent_state_bytes(const attention_config& a, int NH, int HS, int B, int T, state_layout layout,
+                                  std::size_t scalar_bytes) {
     using sz = saturating_size;
     const sz hs = static_cast<std::size_t>(HS), t = static_cast<std::size_t>(T);
     sz per_head = hs;  // u
@@ -25,20 +26,23 @@ std::size_t recurrent_state_bytes(const attention_config& a, int NH, int HS, int
         per_head += 2 * t * hs + 2 * t;  // keys, values, s, w
     }
     const sz heads = sz(static_cast<std::size_t>(B)) * static_cast<std::size_t>(NH);
-    return (heads * per_head * sizeof(float)).value();
+    return (heads * per_head * scalar_bytes).value();
 }
 
-inference_memory estimate_eval_memory(const run_config& cfg, int threads, attention_form form, state_layout layout) {
+inference_memory estimate_eval_memory(const run_config& cfg, int threads, attention_form form, state_layout layout,
+                                      std::size_t scalar_bytes) {
     const bool recurrent = form == attention_form::recurrent;
     // The recurrent form runs as one data-parallel shard (transformer::plan_shards).
-    memory_estimate e = estimate_training_memory(cfg, recurrent ? 1 : threads);
+    memory_estimate e = estimate_training_memory(cfg, recurrent ? 1 : threads, scalar_bytes);
     e.optimizer = 0;
+    // A wider model reads the checkpoint's floats (checkpoint_load) beside its own parameters.
+    if (scalar_bytes != sizeof(float)) e.scratch = add_saturating(e.scratch, e.params / scalar_bytes * sizeof(float));
     inference_memory out;
     out.model = e.total();
     if (recurrent) {
         const int HS = cfg.model.d_model / cfg.model.heads;
         const batch_shape shape = run_batch_shape(cfg);  // what make_model reserves, and eval scores in chunks of
-        out.state = recurrent_state_bytes(cfg.attention, cfg.model.heads, HS, shape.B, shape.T, layout);
+        out.state = recurrent_state_bytes(cfg.attention, cfg.model.heads, HS, shape.B, shape.T, layout, scalar_bytes);
     }
     return out;
 }

@@ -22,11 +22,11 @@ int eval_examples(const task_config& t, int wanted) {
 }
 }  // namespace
 
-memory_estimate estimate_training_memory(const run_config& cfg, int threads) {
+memory_estimate estimate_training_memory(const run_config& cfg, int threads, std::size_t scalar_bytes) {
     // Every sum and product saturates (util/saturating_size.hpp): a huge config is never estimated small.
     using sz = saturating_size;
-    const buffer_plan plan = run_buffer_plan(cfg, threads);
-    const sz P = plan.param_count, f = sizeof(float);
+    const buffer_plan plan = run_buffer_plan(cfg, threads, scalar_bytes);
+    const sz P = plan.param_count, f = scalar_bytes;
 
     memory_estimate e;
     e.params = (P * f).value();         // transformer: params

@@ -22,7 +22,8 @@ struct metrics_accumulator {
     long answers = 0, examples = 0;
 
     // Adds the examples of the model's last forward on a (B, T) batch.
-    void add(const transformer<float>& model, const batch& data, int first, int B) {
+    template <class S>
+    void add(const transformer<S>& model, const batch& data, int first, int B) {
         const auto& rows = model.answer_rows();
         const auto& pred = model.predictions();
         const auto& loss = model.answer_losses();
@@ -74,7 +75,8 @@ void record_evaluation(run_result& r, int step, const eval_metrics& val, const e
     r.final_test = test;
 }
 
-eval_metrics evaluate(transformer<float>& model, const batch& data, int chunk_B) {
+template <class T>
+eval_metrics evaluate(transformer<T>& model, const batch& data, int chunk_B) {
     metrics_accumulator acc;
     for (int first = 0; first < data.B; first += chunk_B) {
         const int B = std::min(chunk_B, data.B - first);
@@ -84,6 +86,9 @@ eval_metrics evaluate(transformer<float>& model, const batch& data, int chunk_B)
     }
     return acc.result();
 }
+
+template eval_metrics evaluate<float>(transformer<float>&, const batch&, int);
+template eval_metrics evaluate<double>(transformer<double>&, const batch&, int);
 
 run_result train_run(const run_config& cfg, const train_callbacks& cb, const train_state* resume) {
     const auto t0 = clock_type::now();

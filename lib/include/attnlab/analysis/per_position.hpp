@@ -13,6 +13,7 @@
 #include "attnlab/config/run_config.hpp"
 #include "attnlab/model/transformer.hpp"
 #include "attnlab/tasks/task.hpp"
+#include "attnlab/train/trainer.hpp"
 
 namespace attnlab {
 
@@ -23,18 +24,23 @@ struct position_loss {
 };
 
 // Forwards `data` (B, T) in chunks of chunk_B examples: (T) sums by position.
-std::vector<position_loss> per_position_losses(transformer<float>& model, const batch& data, int chunk_B);
+template <class T>
+std::vector<position_loss> per_position_losses(transformer<T>& model, const batch& data, int chunk_B);
 
 // The same for a finished run (trained with `trained`) scored as `evaluated`
 // (eval's --set: test-time keys, or another variant with the same
-// parameters; analysis/truncation.hpp) in `form`.
+// parameters; analysis/truncation.hpp) in `form`, in T: float as trained or
+// double (eval --precision double; run/run_dir.hpp's load_run_model).
+template <class T = float>
 std::vector<position_loss> per_position_run_dir(const std::string& run_dir, const run_config& trained,
                                                 const run_config& evaluated, attention_form form, state_layout layout);
 
-// position,loss,bits_per_byte,count,trained,evaluated: one row per position;
-// loss empty where no answer falls (count 0), bits_per_byte for text only,
-// trained and evaluated the variants (variant_label).
+// position,loss,bits_per_byte,count,trained,evaluated,precision: one row per
+// position; loss empty where no answer falls (count 0), bits_per_byte for text
+// only, trained and evaluated the variants (variant_label), precision the
+// scalar the model was scored in (float or double).
 std::string per_position_csv(const run_config& trained, const run_config& evaluated,
-                             const std::vector<position_loss>& rows);
+                             const std::vector<position_loss>& rows,
+                             eval_precision precision = eval_precision::float32);
 
 }  // namespace attnlab

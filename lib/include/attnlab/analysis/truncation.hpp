@@ -62,23 +62,29 @@ std::vector<int> parse_order_list(const std::string& text, const std::string& op
 
 // One row of a truncation sweep.
 struct truncation_row {
-    attention_config attention;  // the variant scored
-    eval_metrics m;              // on the test set
+    attention_config attention;                          // the variant scored
+    eval_metrics m;                                      // on the test set
+    eval_precision precision = eval_precision::float32;  // the scalar it was scored in
 };
 
 // Scores the finished run `run_dir` (trained with `trained`, its test set
 // from `test`: the trained config with eval's test-time keys) first as
-// trained, then with `numerator` at each of `orders` (parallel form).
-// `progress` is called after each row. Throws config_error when the
-// numerator takes no order or changes the parameters.
+// trained, then with `numerator` at each of `orders` (parallel form), every
+// row in T: float as trained, or double (the checkpoint widened; eval
+// --precision double), where round-off swamps the Taylor polynomial of a
+// negative score only below about -(s_max + 37) instead of -(s_max + 16),
+// s_max the row's largest score. `progress` is called after each row. Throws
+// config_error when the numerator takes no order or changes the parameters.
+template <class T = float>
 std::vector<truncation_row> truncation_sweep(const std::string& run_dir, const run_config& trained,
                                              const run_config& test, numerator_kind numerator,
                                              const std::vector<int>& orders,
                                              const std::function<void(const truncation_row&)>& progress = {});
 
 // The sweep as CSV: trained,evaluated,numerator,order,test_loss,bits_per_byte,
-// token_acc,seq_acc; order empty for a numerator without one, bits_per_byte
-// for text only, seq_acc empty for text.
+// token_acc,seq_acc,precision; order empty for a numerator without one,
+// bits_per_byte for text only, seq_acc empty for text, precision float or
+// double (last, so that readers of the earlier columns by position still work).
 std::string truncation_csv(const run_config& trained, const std::vector<truncation_row>& rows);
 
 }  // namespace attnlab

@@ -2,6 +2,8 @@
 // or measures a run's model (train_run, evaluate_run_dir, bench train, the
 // memory estimate) sizes it from the run_config here, so they agree.
 #pragma once
+#include <cstddef>
+
 #include "attnlab/config/run_config.hpp"
 #include "attnlab/model/buffer_plan.hpp"
 #include "attnlab/model/transformer.hpp"
@@ -23,7 +25,8 @@ template <class T = float>
 transformer<T> make_model(const run_config& cfg);
 
 // The buffers of make_model<float>(cfg) when `threads` threads (threads < 1:
-// one) train it: what the memory estimate sums.
-buffer_plan run_buffer_plan(const run_config& cfg, int threads);
+// one) train it: what the memory estimate sums; scalar_bytes 8 gives those
+// of make_model<double> (attnlab eval --precision double).
+buffer_plan run_buffer_plan(const run_config& cfg, int threads, std::size_t scalar_bytes = sizeof(float));
 
 }  // namespace attnlab

@@ -112,16 +112,20 @@ run_config read_run_dir_config(const std::string& run_dir);
 // evaluate_run_dir for a run trained with `trained` (its config.yaml), on the
 // test set of `test`: the same run with other test-time keys (attnlab eval
 // --set task.test_max_len=...: length generalisation). Throws config_error
-// when a learned position table would need another length.
+// when a learned position table would need another length. T = double scores
+// the float checkpoint widened to double, the whole forward pass in double
+// (attnlab eval --precision double).
+template <class T = float>
 eval_metrics evaluate_run_dir(const std::string& run_dir, const run_config& trained, const run_config& test,
                               attention_form form, state_layout layout);
 
 // The model of a finished run trained with `trained`, sized for `test` (its
-// test-time keys), with <run_dir>/model.safetensors loaded: what
-// evaluate_run_dir and attnlab probe score. Throws io_error for a missing
-// checkpoint (saying why when result.yaml knows), a bad one or one holding
-// NaN or infinite values (naming the tensor); config_error when a learned
-// position table would need another length.
-transformer<float> load_run_model(const std::string& run_dir, const run_config& trained, const run_config& test);
+// test-time keys), with <run_dir>/model.safetensors loaded (T = double: its
+// values widened): what evaluate_run_dir and attnlab probe score. Throws
+// io_error for a missing checkpoint (saying why when result.yaml knows), a bad
+// one or one holding NaN or infinite values (naming the tensor); config_error
+// when a learned position table would need another length.
+template <class T = float>
+transformer<T> load_run_model(const std::string& run_dir, const run_config& trained, const run_config& test);
 
 }  // namespace attnlab

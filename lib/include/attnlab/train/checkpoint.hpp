@@ -20,10 +20,12 @@ inline constexpr const char* checkpoint_filename = "model.safetensors";
 // `build` is given, the provenance of build_info.hpp (docs/outputs.md).
 void checkpoint_save(const std::string& path, const transformer<float>& model, const build_info* build = nullptr);
 
-// Replaces the model's parameters by those in `path`. Throws io_error naming
-// the file when it is missing, malformed, or holds another model (a tensor
-// missing, extra or of another shape); the model is unchanged then.
-void checkpoint_load(const std::string& path, transformer<float>& model);
+// Replaces the model's parameters by those in `path` (a double model gets
+// the float values widened, exactly). Throws io_error naming the file when it
+// is missing, malformed, or holds another model (a tensor missing, extra or of
+// another shape); the model is unchanged then.
+template <class T>
+void checkpoint_load(const std::string& path, transformer<T>& model);
 
 // True when every parameter is finite (a checkpoint worth writing).
 bool params_finite(const transformer<float>& model);

@@ -16,8 +16,10 @@ namespace attnlab {
 // Bytes of recurrent_attention<float>::reset(B, T) with NH heads of HS: per
 // (b, h), a finite state's S (F, HS), z (F) and the features of q and k (F
 // each), or the key/value cache's keys and values (T, HS) and its score and
-// weight rows (T); and the output row u (HS).
-std::size_t recurrent_state_bytes(const attention_config& a, int NH, int HS, int B, int T, state_layout layout);
+// weight rows (T); and the output row u (HS). scalar_bytes 8: those of
+// recurrent_attention<double>.
+std::size_t recurrent_state_bytes(const attention_config& a, int NH, int HS, int B, int T, state_layout layout,
+                                  std::size_t scalar_bytes = sizeof(float));
 
 struct inference_memory {
     std::size_t model = 0;  // parameters (and the gradient buffer the model always has), activations, data
@@ -29,7 +31,10 @@ struct inference_memory {
 // (the model, its buffers for train.batch x the longest input, the task's
 // data), and with the recurrent form one layer's states for train.batch
 // sequences (the layers share one recurrent_attention, reset per layer).
-inference_memory estimate_eval_memory(const run_config& cfg, int threads, attention_form form, state_layout layout);
+// scalar_bytes 8: evaluate_run_dir<double>, whose model and states take twice
+// the bytes, plus the checkpoint's float values read before they are widened.
+inference_memory estimate_eval_memory(const run_config& cfg, int threads, attention_form form, state_layout layout,
+                                      std::size_t scalar_bytes = sizeof(float));
 
 // One variant of bench generate: parameters and gradients, the RoPE tables,
 // and every layer's state (batch 1) for max_len positions.

@@ -39,6 +39,7 @@ struct memory_estimate {
 
 // Bytes to train `cfg` in float with `threads` OpenMP threads (threads < 1 counts as 1).
 // The estimate grows with the thread count: per_thread is the only term that does.
-memory_estimate estimate_training_memory(const run_config& cfg, int threads);
+// scalar_bytes 8: the same model in double (the evaluation of eval --precision double).
+memory_estimate estimate_training_memory(const run_config& cfg, int threads, std::size_t scalar_bytes = sizeof(float));
 
 }  // namespace attnlab

@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "attnlab/model/transformer.hpp"
@@ -124,8 +125,21 @@ struct train_callbacks {
     double save_every_s = 0;
 };
 
-// Scores `data` with the model in batches of at most chunk_B examples.
-eval_metrics evaluate(transformer<float>& model, const batch& data, int chunk_B);
+// Scores `data` with the model in batches of at most chunk_B examples: in
+// float as training does, or in double (a trained model's parameters
+// widened: attnlab eval --precision double); the sums are in double either way.
+template <class T>
+eval_metrics evaluate(transformer<T>& model, const batch& data, int chunk_B);
+
+// The scalar a trained model is evaluated in (attnlab eval --precision): its
+// own float, or double, where round-off cannot hide what a variant computes
+// (a high Taylor order at large negative scores).
+enum class eval_precision { float32, float64 };
+// "float" or "double", as --precision and the files of eval name it.
+inline const char* to_string(eval_precision p) { return p == eval_precision::float64 ? "double" : "float"; }
+template <class T>
+inline constexpr eval_precision precision_of =
+    std::is_same_v<T, double> ? eval_precision::float64 : eval_precision::float32;
 
 // Trains the run from step 0, or, given `resume`, from the step after
 // resume->step (its parameters, moments, counters and window are taken as
