@@ -116,7 +116,8 @@ def cases() -> list[tuple[str, dict]]:
         out.append((f"{label(num, 12)}/norm", {"attention": variant(num, "norm", 12)}))
     # clamp: c = 0.5 binds on a good part of the scores; every score kernel, a denominator each in turn
     for i, num in enumerate(score_kernels):
-        for den in (denominators[i % len(denominators)], "none", "gate"):
+        # dict.fromkeys: the turn's denominator may itself be none or gate
+        for den in dict.fromkeys((denominators[i % len(denominators)], "none", "gate")):
             out.append((f"{label(num)}/{den} clamp=0.5", {"attention": variant(num, den, clamp=0.5)}))
     out += [
         ("taylor4/length clamp=0.5", {"attention": variant("taylor", "length", 4, clamp=0.5)}),
