@@ -19,7 +19,6 @@ Exit codes: 0 written, 2 a missing or malformed file, a bad argument.
 Needs Debian's python3-matplotlib.
 """
 import argparse
-import csv
 import os
 import sys
 
@@ -34,14 +33,8 @@ COLUMNS = ["position", "loss", "bits_per_byte", "count", "evaluated"]
 
 def read_positions(path):
     """([positions], [values], unit, evaluated variant): bits per byte when the CSV has them, else nats."""
-    if not os.path.isfile(path):
-        raise InputError(f"{path}: no such file (run `attnlab eval RUN --per-position {path}` first)")
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise InputError(f"{path}: missing column(s) {', '.join(missing)}")
-        rows = [r for r in reader if r["count"] not in ("", "0")]
+    rows = plot_style.read_csv_rows(path, COLUMNS, f" (run `attnlab eval RUN --per-position {path}` first)")
+    rows = [r for r in rows if r["count"] not in ("", "0")]
     if not rows:
         raise InputError(f"{path}: no position with answers")
     text = rows[0]["bits_per_byte"] != ""

@@ -64,9 +64,10 @@ bool only_text(const std::vector<summary_entry>& entries) {
     });
 }
 
-// "s0: 0.281, s1: 0.974, s2: diverged": each seed's value of one metric.
-std::string by_seed(const std::vector<summary_entry>& entries, const std::vector<std::size_t>& members,
-                    double eval_metrics::*metric) {
+// "s0: 0.281, s1: 0.974, s2: diverged": each seed's value of its final test
+// metrics, as `value` reads them.
+template <class Value>
+std::string each_seed(const std::vector<summary_entry>& entries, const std::vector<std::size_t>& members, Value value) {
     std::string out;
     for (std::size_t i : members) {
         const summary_entry& e = entries[i];
@@ -74,23 +75,19 @@ std::string by_seed(const std::vector<summary_entry>& entries, const std::vector
         out += 's';
         out += std::to_string(e.point->config.seed);
         out += ": ";
-        out += e.result.status == run_status::ok ? fmt(e.result.final_test.*metric) : "diverged";
+        out += e.result.status == run_status::ok ? fmt(value(e.result.final_test)) : "diverged";
     }
     return out;
 }
 
+std::string by_seed(const std::vector<summary_entry>& entries, const std::vector<std::size_t>& members,
+                    double eval_metrics::*metric) {
+    return each_seed(entries, members, [metric](const eval_metrics& m) { return m.*metric; });
+}
+
 // "s0: 2.065, s1: 2.071": each seed's final test loss in bits per byte.
 std::string bits_by_seed(const std::vector<summary_entry>& entries, const std::vector<std::size_t>& members) {
-    std::string out;
-    for (std::size_t i : members) {
-        const summary_entry& e = entries[i];
-        if (!out.empty()) out += ", ";
-        out += 's';
-        out += std::to_string(e.point->config.seed);
-        out += ": ";
-        out += e.result.status == run_status::ok ? fmt(bits(e.result.final_test.loss)) : "diverged";
-    }
-    return out;
+    return each_seed(entries, members, [](const eval_metrics& m) { return bits(m.loss); });
 }
 
 // The metric cells of a group of runs (see metric_header; bits_header too
