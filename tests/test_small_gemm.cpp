@@ -2,7 +2,8 @@
 // shape class the kernel splits into (row blocks of 8 and 4 and the rest,
 // column tiles of 4..1 vectors and the scalar tail), leading dimensions
 // wider than the rows, alpha, add, and both bands (entries outside the
-// written range keep their sentinel).
+// written range keep their sentinel); each case in every version of the
+// kernel this CPU can run (AVX-512, AVX2, baseline: their tiles differ).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -76,41 +77,66 @@ void check_case(const product_case& pc, double tol) {
     CHECK(written_outside == 0);
 }
 
+// Runs `body` once per version of small_gemm this CPU has (vectors of 64,
+// 32 and 16 bytes), then restores the widest.
+template <class F>
+void for_each_version(F body) {
+    for (int bytes : {64, 32, 16}) {
+        if (use_vector_bytes(bytes) != bytes) continue;  // not on this CPU
+        INFO("version with vectors of " << bytes << " bytes");
+        body();
+    }
+    use_vector_bytes(0);
+}
+
 }  // namespace
 
+TEST_CASE("small_gemm: the baseline version can always be chosen, and 0 restores the widest", "[ops][small_gemm]") {
+    const int widest = use_vector_bytes(0);
+    CHECK((widest == 64 || widest == 32 || widest == 16));
+    CHECK(use_vector_bytes(16) == 16);
+    CHECK(use_vector_bytes(0) == widest);
+}
+
 TEST_CASE("small_gemm: every entry of dense products equals the product in double", "[ops][small_gemm]") {
-    // N covers 4, 3, 2 and 1 vectors of 16 floats (8 doubles) and the scalar tail; M the 8- and 4-row blocks.
-    for (int M : {1, 3, 8, 13, 64})
-        for (int N : {5, 16, 32, 40, 64, 71})
-            for (int K : {1, 32, 37}) {
-                check_case<float>({M, N, K, {}, {}, false, 1.0}, 1e-5);
-                check_case<double>({M, N, K, {}, {}, true, 0.25}, 1e-12);
-                check_case<float>({M, N, K, {}, {}, true, -0.5, true}, 1e-5);
-            }
+    for_each_version([] {
+        // N covers 4, 3, 2 and 1 vectors of 16 floats (8 doubles) and the scalar tail; M the 8- and 4-row blocks.
+        for (int M : {1, 3, 8, 13, 64})
+            for (int N : {5, 16, 32, 40, 64, 71})
+                for (int K : {1, 32, 37}) {
+                    check_case<float>({M, N, K, {}, {}, false, 1.0}, 1e-5);
+                    check_case<double>({M, N, K, {}, {}, true, 0.25}, 1e-12);
+                    check_case<float>({M, N, K, {}, {}, true, -0.5, true}, 1e-5);
+                }
+    });
 }
 
 TEST_CASE("small_gemm: banded operands as attention uses them", "[ops][small_gemm]") {
-    for (int T : {1, 7, 16, 33, 64, 100})
-        for (int off : {0, 5}) {  // off: keys before the block's first row (k0 < t0)
-            const int keys = T + off;
-            // scores (T, keys) = Q (T, 32) K^T (32, keys): row i needs keys < i + off + 1
-            check_case<float>({T, keys, 32, {}, {INT_MIN / 2, off + 1}, false, 0.17}, 1e-5);
-            check_case<double>({T, keys, 32, {}, {INT_MIN / 2, off + 1}, false, 0.17}, 1e-12);
-            // U (T, 32) += W (T, keys) V (keys, 32): row i of W is zero from key i + off + 1
-            check_case<float>({T, 32, keys, {INT_MIN / 2, off + 1}, {}, true, 1.0}, 1e-5);
-            check_case<double>({T, 32, keys, {INT_MIN / 2, off + 1}, {}, true, 1.0}, 1e-12);
-            // dV (keys, 32) += W^T (keys, T) dU (T, 32): row j of W^T is zero before row j - off
-            check_case<float>({keys, 32, T, {-off, INT_MAX / 2}, {}, true, 1.0}, 1e-5);
-            check_case<double>({keys, 32, T, {-off, INT_MAX / 2}, {}, true, 1.0}, 1e-12);
-            // the same from W (T, keys) as stored: trans_a
-            check_case<float>({keys, 32, T, {-off, INT_MAX / 2}, {}, true, 1.0, true}, 1e-5);
-            check_case<double>({keys, 32, T, {-off, INT_MAX / 2}, {}, true, 0.3, true}, 1e-12);
-        }
+    for_each_version([] {
+        for (int T : {1, 7, 16, 33, 64, 100})
+            for (int off : {0, 5}) {  // off: keys before the block's first row (k0 < t0)
+                const int keys = T + off;
+                // scores (T, keys) = Q (T, 32) K^T (32, keys): row i needs keys < i + off + 1
+                check_case<float>({T, keys, 32, {}, {INT_MIN / 2, off + 1}, false, 0.17}, 1e-5);
+                check_case<double>({T, keys, 32, {}, {INT_MIN / 2, off + 1}, false, 0.17}, 1e-12);
+                // U (T, 32) += W (T, keys) V (keys, 32): row i of W is zero from key i + off + 1
+                check_case<float>({T, 32, keys, {INT_MIN / 2, off + 1}, {}, true, 1.0}, 1e-5);
+                check_case<double>({T, 32, keys, {INT_MIN / 2, off + 1}, {}, true, 1.0}, 1e-12);
+                // dV (keys, 32) += W^T (keys, T) dU (T, 32): row j of W^T is zero before row j - off
+                check_case<float>({keys, 32, T, {-off, INT_MAX / 2}, {}, true, 1.0}, 1e-5);
+                check_case<double>({keys, 32, T, {-off, INT_MAX / 2}, {}, true, 1.0}, 1e-12);
+                // the same from W (T, keys) as stored: trans_a
+                check_case<float>({keys, 32, T, {-off, INT_MAX / 2}, {}, true, 1.0, true}, 1e-5);
+                check_case<double>({keys, 32, T, {-off, INT_MAX / 2}, {}, true, 0.3, true}, 1e-12);
+            }
+    });
 }
 
 TEST_CASE("small_gemm: a band that is empty for some rows gives zero (or leaves C) there", "[ops][small_gemm]") {
-    check_case<float>({20, 32, 10, {5, 8}, {}, false, 1.0}, 1e-5);  // rows >= 5: k from i + 5 >= K, empty
-    check_case<float>({20, 32, 10, {5, 8}, {}, true, 2.0}, 1e-5);
+    for_each_version([] {
+        check_case<float>({20, 32, 10, {5, 8}, {}, false, 1.0}, 1e-5);  // rows >= 5: k from i + 5 >= K, empty
+        check_case<float>({20, 32, 10, {5, 8}, {}, true, 2.0}, 1e-5);
+    });
 }
 
 TEST_CASE("transpose_into: out(j, i) = in(i, j) with a leading dimension", "[ops][small_gemm]") {

@@ -15,28 +15,24 @@ namespace attnlab {
 
 namespace {
 
-// 64 bytes of T in GCC's vector extension: one AVX-512 register, two AVX2
-// ones; each clone compiles the same code for its own registers.
-template <class T>
-struct vec64;
-template <>
-struct vec64<float> {
-    using type = float __attribute__((vector_size(64)));
-    static constexpr int lanes = 16;
-};
-template <>
-struct vec64<double> {
-    using type = double __attribute__((vector_size(64)));
-    static constexpr int lanes = 8;
+// Bytes of T in GCC's vector extension, each version of the kernel its
+// CPU's register width (below): 64 for AVX-512, 32 for AVX2, 16 for the
+// baseline. A wider vector than the registers would still be right, but GCC
+// takes minutes to split it into registers (two thirds of the library's
+// compile time when every version used 64 bytes).
+template <class T, int Bytes>
+struct vec {
+    using type [[gnu::vector_size(Bytes)]] = T;
+    static constexpr int lanes = Bytes / static_cast<int>(sizeof(T));
 };
 
 // C (R, CV * lanes) (+)= alpha A (R, k0..k1) B (k0..k1, CV * lanes);
 // A(r, k) at A[r lda + k], or at A[k lda + r] when TA (A stored transposed).
-template <class T, bool TA, int R, int CV>
+template <class T, int VB, bool TA, int R, int CV>
 [[gnu::always_inline]] inline void tile(T* C, int ldc, const T* A, int lda, const T* B, int ldb, int k0, int k1,
                                         T alpha, bool add) {
-    using V = typename vec64<T>::type;
-    constexpr int L = vec64<T>::lanes;
+    using V = typename vec<T, VB>::type;
+    constexpr int L = vec<T, VB>::lanes;
     V acc[R][CV];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
@@ -85,56 +81,56 @@ template <class T, bool TA>
 
 // R is known only at run time at the last block of rows: one instantiation
 // per count, up to 16 accumulators (so that they stay in AVX-512 registers).
-template <class T, bool TA, int CV>
+template <class T, int VB, bool TA, int CV>
 [[gnu::always_inline]] inline void tile_rows(int rows, T* C, int ldc, const T* A, int lda, const T* B, int ldb, int k0,
                                              int k1, T alpha, bool add) {
     switch (rows) {
         case 8:
             if constexpr (8 * CV <= 16) {
-                tile<T, TA, 8, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add);
+                tile<T, VB, TA, 8, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add);
                 return;
             }
             break;
         case 7:
             if constexpr (7 * CV <= 16) {
-                tile<T, TA, 7, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add);
+                tile<T, VB, TA, 7, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add);
                 return;
             }
             break;
         case 6:
             if constexpr (6 * CV <= 16) {
-                tile<T, TA, 6, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add);
+                tile<T, VB, TA, 6, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add);
                 return;
             }
             break;
         case 5:
             if constexpr (5 * CV <= 16) {
-                tile<T, TA, 5, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add);
+                tile<T, VB, TA, 5, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add);
                 return;
             }
             break;
-        case 4: tile<T, TA, 4, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return;
-        case 3: tile<T, TA, 3, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return;
-        case 2: tile<T, TA, 2, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return;
-        case 1: tile<T, TA, 1, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return;
+        case 4: tile<T, VB, TA, 4, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return;
+        case 3: tile<T, VB, TA, 3, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return;
+        case 2: tile<T, VB, TA, 2, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return;
+        case 1: tile<T, VB, TA, 1, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return;
         default: break;
     }
     // more rows than 16 accumulators allow (5..8 rows of 3 or 4 vectors): 4 rows, then the rest
     const long a_step = TA ? 4 : 4L * lda;
-    tile<T, TA, 4, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add);
+    tile<T, VB, TA, 4, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add);
     switch (rows - 4) {
-        case 4: tile<T, TA, 4, CV>(C + 4L * ldc, ldc, A + a_step, lda, B, ldb, k0, k1, alpha, add); break;
-        case 3: tile<T, TA, 3, CV>(C + 4L * ldc, ldc, A + a_step, lda, B, ldb, k0, k1, alpha, add); break;
-        case 2: tile<T, TA, 2, CV>(C + 4L * ldc, ldc, A + a_step, lda, B, ldb, k0, k1, alpha, add); break;
-        case 1: tile<T, TA, 1, CV>(C + 4L * ldc, ldc, A + a_step, lda, B, ldb, k0, k1, alpha, add); break;
+        case 4: tile<T, VB, TA, 4, CV>(C + 4L * ldc, ldc, A + a_step, lda, B, ldb, k0, k1, alpha, add); break;
+        case 3: tile<T, VB, TA, 3, CV>(C + 4L * ldc, ldc, A + a_step, lda, B, ldb, k0, k1, alpha, add); break;
+        case 2: tile<T, VB, TA, 2, CV>(C + 4L * ldc, ldc, A + a_step, lda, B, ldb, k0, k1, alpha, add); break;
+        case 1: tile<T, VB, TA, 1, CV>(C + 4L * ldc, ldc, A + a_step, lda, B, ldb, k0, k1, alpha, add); break;
         default: break;
     }
 }
 
-template <class T, bool TA>
+template <class T, int VB, bool TA>
 [[gnu::always_inline]] inline void small_gemm_impl(T* C, int ldc, const T* A, int lda, const T* B, int ldb, int M,
                                                    int N, int K, T alpha, bool add, row_band k_band, row_band n_band) {
-    constexpr int L = vec64<T>::lanes;
+    constexpr int L = vec<T, VB>::lanes;
     // Blocks of 8 rows: a tile of 8 rows of up to 2 vectors, or two of 4
     // rows of 3 or 4 vectors (at most 16 accumulators).
     constexpr int block = 8;
@@ -154,10 +150,10 @@ template <class T, bool TA>
             const T* Bp = B + j;
             const int vectors = (j_end - j) / L, tail = (j_end - j) % L;
             switch (vectors) {
-                case 4: tile_rows<T, TA, 4>(rows, Cb, ldc, Ab, lda, Bp, ldb, k0, k1, alpha, add); break;
-                case 3: tile_rows<T, TA, 3>(rows, Cb, ldc, Ab, lda, Bp, ldb, k0, k1, alpha, add); break;
-                case 2: tile_rows<T, TA, 2>(rows, Cb, ldc, Ab, lda, Bp, ldb, k0, k1, alpha, add); break;
-                case 1: tile_rows<T, TA, 1>(rows, Cb, ldc, Ab, lda, Bp, ldb, k0, k1, alpha, add); break;
+                case 4: tile_rows<T, VB, TA, 4>(rows, Cb, ldc, Ab, lda, Bp, ldb, k0, k1, alpha, add); break;
+                case 3: tile_rows<T, VB, TA, 3>(rows, Cb, ldc, Ab, lda, Bp, ldb, k0, k1, alpha, add); break;
+                case 2: tile_rows<T, VB, TA, 2>(rows, Cb, ldc, Ab, lda, Bp, ldb, k0, k1, alpha, add); break;
+                case 1: tile_rows<T, VB, TA, 1>(rows, Cb, ldc, Ab, lda, Bp, ldb, k0, k1, alpha, add); break;
                 default: break;
             }
             if (tail > 0)
@@ -220,22 +216,42 @@ template <class T>
 
 }  // namespace
 
-ATTNLAB_CLONES void small_gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int M, int N, int K,
-                               float alpha, bool add, row_band k_band, row_band n_band, bool trans_a) {
+// One version per instruction set, each with vectors of its register width
+// (ATTNLAB_VERSIONS, target_clones.hpp), picked by the CPU at each call.
+template <class T, int VB>
+[[gnu::always_inline]] inline void small_gemm_at(T* C, int ldc, const T* A, int lda, const T* B, int ldb, int M, int N,
+                                                 int K, T alpha, bool add, row_band k_band, row_band n_band,
+                                                 bool trans_a) {
     if (trans_a)
-        small_gemm_impl<float, true>(C, ldc, A, lda, B, ldb, M, N, K, alpha, add, k_band, n_band);
+        small_gemm_impl<T, VB, true>(C, ldc, A, lda, B, ldb, M, N, K, alpha, add, k_band, n_band);
     else
-        small_gemm_impl<float, false>(C, ldc, A, lda, B, ldb, M, N, K, alpha, add, k_band, n_band);
+        small_gemm_impl<T, VB, false>(C, ldc, A, lda, B, ldb, M, N, K, alpha, add, k_band, n_band);
 }
 
-// Cloned too: eval --precision double runs whole models in double, and the
-// baseline clone's emulated 64-byte vectors made it ~15x slower than float.
-ATTNLAB_CLONES void small_gemm(double* C, int ldc, const double* A, int lda, const double* B, int ldb, int M, int N,
-                               int K, double alpha, bool add, row_band k_band, row_band n_band, bool trans_a) {
-    if (trans_a)
-        small_gemm_impl<double, true>(C, ldc, A, lda, B, ldb, M, N, K, alpha, add, k_band, n_band);
-    else
-        small_gemm_impl<double, false>(C, ldc, A, lda, B, ldb, M, N, K, alpha, add, k_band, n_band);
+ATTNLAB_VERSIONS(small_gemm_float, (small_gemm_at<float, bytes>),
+                 (float* C, int ldc, const float* A, int lda, const float* B, int ldb, int M, int N, int K, float alpha,
+                  bool add, row_band k_band, row_band n_band, bool trans_a),
+                 (C, ldc, A, lda, B, ldb, M, N, K, alpha, add, k_band, n_band, trans_a))
+// Versioned too: eval --precision double runs whole models in double, and the
+// baseline's vectors made it ~15x slower than float.
+ATTNLAB_VERSIONS(small_gemm_double, (small_gemm_at<double, bytes>),
+                 (double* C, int ldc, const double* A, int lda, const double* B, int ldb, int M, int N, int K,
+                  double alpha, bool add, row_band k_band, row_band n_band, bool trans_a),
+                 (C, ldc, A, lda, B, ldb, M, N, K, alpha, add, k_band, n_band, trans_a))
+
+void small_gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int M, int N, int K, float alpha,
+                bool add, row_band k_band, row_band n_band, bool trans_a) {
+    small_gemm_float(C, ldc, A, lda, B, ldb, M, N, K, alpha, add, k_band, n_band, trans_a);
+}
+
+void small_gemm(double* C, int ldc, const double* A, int lda, const double* B, int ldb, int M, int N, int K,
+                double alpha, bool add, row_band k_band, row_band n_band, bool trans_a) {
+    small_gemm_double(C, ldc, A, lda, B, ldb, M, N, K, alpha, add, k_band, n_band, trans_a);
+}
+
+int use_vector_bytes(int bytes) {
+    detail::requested_vector_bytes.store(bytes, std::memory_order_relaxed);
+    return detail::vector_bytes_in_use();
 }
 
 ATTNLAB_CLONES void transpose_into(float* out, const float* in, int rows, int cols, int ld_in) {

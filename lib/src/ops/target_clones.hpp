@@ -1,11 +1,73 @@
-// ATTNLAB_CLONES: compile a function for AVX-512, AVX2 and the baseline
-// (GCC target_clones), picked when the program loads, so that the portable
-// build still runs the hot loops with the CPU's widest vectors. Off under
-// AddressSanitizer and other compilers (one baseline version).
+// Hot loops compiled once per instruction set (AVX-512, AVX2, the x86-64
+// baseline) and picked by the CPU the program runs on, so that the portable
+// build still uses the CPU's widest vectors. Off under AddressSanitizer and
+// other compilers (one baseline version).
+//
+// ATTNLAB_CLONES: GCC's target_clones, the same source compiled for each
+//   set and resolved when the program loads.
+// ATTNLAB_VERSIONS(NAME, CALL, PARAMS, ARGS): defines `static void NAME
+//   PARAMS`, whose versions run `CALL ARGS` with `bytes`, a constant, the
+//   width of that set's vector registers (64, 32, 16), so that code written
+//   with GCC's vector extension gets vectors that fit its registers (wider
+//   ones compute the same, but GCC takes minutes to split them). CALL is in
+//   parentheses when it has a comma.
 #pragma once
+
+#include <atomic>
 
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
 #define ATTNLAB_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+
+namespace attnlab::detail {
+// The widest vector registers of this CPU in bytes, by the test GCC's
+// target_clones uses.
+inline int cpu_vector_bytes() {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return 64;
+    if (__builtin_cpu_supports("avx2")) return 32;
+    return 16;
+}
+// The version ATTNLAB_VERSIONS runs: the CPU's widest, or a narrower one a
+// test asked for (use_vector_bytes, small_gemm.hpp).
+inline std::atomic<int> requested_vector_bytes{0};
+inline int vector_bytes_in_use() {
+    static const int widest = cpu_vector_bytes();
+    const int requested = requested_vector_bytes.load(std::memory_order_relaxed);
+    return requested > 0 && requested < widest ? requested : widest;
+}
+}  // namespace attnlab::detail
+
+#define ATTNLAB_VERSIONS(NAME, CALL, PARAMS, ARGS)                 \
+    [[gnu::target("avx512f")]] static void NAME##_avx512f PARAMS { \
+        constexpr int bytes = 64;                                  \
+        CALL ARGS;                                                 \
+    }                                                              \
+    [[gnu::target("avx2")]] static void NAME##_avx2 PARAMS {       \
+        constexpr int bytes = 32;                                  \
+        CALL ARGS;                                                 \
+    }                                                              \
+    static void NAME##_baseline PARAMS {                           \
+        constexpr int bytes = 16;                                  \
+        CALL ARGS;                                                 \
+    }                                                              \
+    static void NAME PARAMS {                                      \
+        const int bytes = detail::vector_bytes_in_use();           \
+        if (bytes == 64)                                           \
+            NAME##_avx512f ARGS;                                   \
+        else if (bytes == 32)                                      \
+            NAME##_avx2 ARGS;                                      \
+        else                                                       \
+            NAME##_baseline ARGS;                                  \
+    }
 #else
 #define ATTNLAB_CLONES
+namespace attnlab::detail {
+inline std::atomic<int> requested_vector_bytes{0};
+inline int vector_bytes_in_use() { return 16; }
+}  // namespace attnlab::detail
+#define ATTNLAB_VERSIONS(NAME, CALL, PARAMS, ARGS) \
+    static void NAME PARAMS {                      \
+        constexpr int bytes = 16;                  \
+        CALL ARGS;                                 \
+    }
 #endif

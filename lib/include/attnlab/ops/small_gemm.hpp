@@ -25,13 +25,18 @@ struct row_band {
 // n_band: the columns of row i of C that are needed. The kernel writes the
 //   union over a block of rows, rounded up to whole vectors within N, each
 //   with its true value; columns past that are left untouched.
-// The float version runs with the CPU's widest vectors (AVX-512, AVX2 or the
-// baseline, picked when the program loads); sums over k run in index order,
-// so the result does not depend on the thread count.
+// Runs with the CPU's widest vectors (AVX-512, AVX2 or the baseline); sums
+// over k run in index order, so the result does not depend on the thread
+// count (it does on the instruction set: AVX-512's fuses multiply-adds).
 void small_gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int M, int N, int K, float alpha,
                 bool add, row_band k_band = {}, row_band n_band = {}, bool trans_a = false);
 void small_gemm(double* C, int ldc, const double* A, int lda, const double* B, int ldb, int M, int N, int K,
                 double alpha, bool add, row_band k_band = {}, row_band n_band = {}, bool trans_a = false);
+
+// For tests: small_gemm runs its version for vector registers of `bytes`
+// (64: AVX-512, 32: AVX2, 16: the baseline) if this CPU has it, its widest
+// otherwise; 0 restores the widest. Returns the width now in use.
+int use_vector_bytes(int bytes);
 
 // out (cols, rows) = in (rows, cols)^T; in has leading dimension ld_in, out is dense.
 void transpose_into(float* out, const float* in, int rows, int cols, int ld_in);
