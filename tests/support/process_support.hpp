@@ -31,6 +31,16 @@
 
 namespace attnlab::test {
 
+// Built with AddressSanitizer (scripts/test's second build): each start of
+// the binary then costs about 0.3 s and its work runs about ten times slower,
+// so tests that start it many times, or wait for slow steps, size themselves
+// by this.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool sanitized_build = true;
+#else
+inline constexpr bool sanitized_build = false;
+#endif
+
 // What to start and how; the setters chain: launch_options().in(dir).with_timeout(10s).
 struct launch_options {
     fs::path program = ATTNLAB_BINARY;
