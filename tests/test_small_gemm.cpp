@@ -100,9 +100,10 @@ TEST_CASE("small_gemm: the baseline version can always be chosen, and 0 restores
 
 TEST_CASE("small_gemm: every entry of dense products equals the product in double", "[ops][small_gemm]") {
     for_each_version([] {
-        // N covers 4, 3, 2 and 1 vectors of 16 floats (8 doubles) and the scalar tail; M the 8- and 4-row blocks.
+        // N covers 4, 3, 2 and 1 vectors and the scalar tail (a vector: 16, 8 or 4 floats by version); M the 8-
+        // and 4-row blocks.
         for (int M : {1, 3, 8, 13, 64})
-            for (int N : {5, 16, 32, 40, 64, 71})
+            for (int N : {5, 16, 28, 32, 40, 64, 71})
                 for (int K : {1, 32, 37}) {
                     check_case<float>({M, N, K, {}, {}, false, 1.0}, 1e-5);
                     check_case<double>({M, N, K, {}, {}, true, 0.25}, 1e-12);
