@@ -7,10 +7,6 @@
 
 namespace attnlab {
 
-namespace {
-constexpr double rmsnorm_eps = 1e-6;  // as the transformer
-}
-
 template <class T>
 generator<T>::generator(const transformer<T>& model, state_layout layout, int max_len)
     : model_(model),

@@ -22,7 +22,6 @@ using model_detail::lap_timer;
 using model_detail::zero;
 
 namespace {
-constexpr double rmsnorm_eps = 1e-6;
 constexpr std::uint64_t init_stream = 3;  // derive_seed stream of parameter init
 }  // namespace
 

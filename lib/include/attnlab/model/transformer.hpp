@@ -30,6 +30,10 @@
 
 namespace attnlab {
 
+// The epsilon of every RMSNorm of the model (the transformer's layers and the
+// generator's decoding step).
+inline constexpr double rmsnorm_eps = 1e-6;
+
 // How forward() computes attention: the parallel (quadratic) form, or the
 // recurrent form step by step with a fixed-size state (or the key/value
 // cache for exp and clamped kernels), docs/attention.md "Recurrent form". Every other
