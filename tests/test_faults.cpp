@@ -35,9 +35,15 @@ using Catch::Matchers::Contains;
 namespace {
 
 // Two seeds of a tiny model; one run takes about half a second, so a signal
-// sent when the second run has a few rows lands in its middle.
-const std::string two_seeds = tiny_lookup_spec("faults", 4000, 100, "seeds: [0, 1]\n");
-constexpr std::size_t full_metrics_lines = 1 + 2 + 3 * 40;  // header, step 0 (val, test), (train, val, test) x 40
+// sent when the second run has a few rows lands in its middle. The sanitized
+// build's steps are about ten times slower: there a run has 1000 steps (about
+// 1.3 s; each test trains about four runs), and a signal after 3 of its 10
+// evaluations still lands in its middle.
+constexpr int two_seeds_steps = sanitized_build ? 1000 : 4000;
+const std::string two_seeds = tiny_lookup_spec("faults", two_seeds_steps, 100, "seeds: [0, 1]\n");
+// header, step 0 (val, test), (train, val, test) per evaluation
+constexpr std::size_t full_metrics_lines = 1 + 2 + 3 * (two_seeds_steps / 100);
+const std::string training_two_seeds_steps = "training " + std::to_string(two_seeds_steps) + " steps";
 
 // The same with 400 steps (a few rows) and other seeds.
 std::string short_runs(const std::string& seeds = "seeds: [0, 1]\n") {
@@ -107,9 +113,9 @@ TEST_CASE_METHOD(two_seeds_dir,
     INFO("second stderr:\n" << second.err);
     REQUIRE(second.code == 0);
     CHECK_THAT(second.err, Contains("[1/2 seed=0] already done (ok), skipped"));
-    CHECK_THAT(second.err, Contains("[2/2 seed=1] training 4000 steps, resumed after step "));
-    CHECK(count_of(second.err, "training 4000 steps\n") == 0);  // not redone from step 0
-    CHECK(snapshot(done_run) == done_files);                    // byte for byte
+    CHECK_THAT(second.err, Contains("[2/2 seed=1] " + training_two_seeds_steps + ", resumed after step "));
+    CHECK(count_of(second.err, training_two_seeds_steps + "\n") == 0);  // not redone from step 0
+    CHECK(snapshot(done_run) == done_files);                            // byte for byte
 
     const fs::path ref = reference(tmp, spec);
     check_equals_reference(res, ref, "seed=0");
@@ -209,9 +215,9 @@ TEST_CASE_METHOD(two_seeds_dir, "SIGKILL mid-run: finished runs stay byte for by
     REQUIRE(second.code == 0);
     CHECK_THAT(second.err, Contains("[1/2 seed=0] already done (ok), skipped"));
     if (periodic)
-        CHECK_THAT(second.err, Contains("[2/2 seed=1] training 4000 steps, resumed after step "));
+        CHECK_THAT(second.err, Contains("[2/2 seed=1] " + training_two_seeds_steps + ", resumed after step "));
     else
-        CHECK_THAT(second.err, Contains("[2/2 seed=1] training 4000 steps\n"));
+        CHECK_THAT(second.err, Contains("[2/2 seed=1] " + training_two_seeds_steps + "\n"));
     CHECK(snapshot(done_run) == done_files);
     CHECK(lines_of(summary).size() == 2);  // the summary of the killed process: header + seed=0
     const fs::path ref = reference(tmp, spec);
