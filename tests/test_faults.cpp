@@ -37,8 +37,8 @@ namespace {
 // Two seeds of a tiny model; one run takes about half a second, so a signal
 // sent when the second run has a few rows lands in its middle. The sanitized
 // build's steps are about ten times slower: there a run has 1000 steps (about
-// 1.3 s; each test trains about four runs), and a signal after 3 of its 10
-// evaluations still lands in its middle.
+// 1.3 s; each test trains about four runs), and a signal after the first to
+// third of its 10 evaluations still lands in its middle.
 constexpr int two_seeds_steps = sanitized_build ? 1000 : 4000;
 const std::string two_seeds = tiny_lookup_spec("faults", two_seeds_steps, 100, "seeds: [0, 1]\n");
 // header, step 0 (val, test), (train, val, test) per evaluation
