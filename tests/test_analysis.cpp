@@ -31,6 +31,7 @@
 #include "attnlab/train/trainer.hpp"
 #include "attnlab/util/error.hpp"
 #include "support/process_support.hpp"
+#include "support/test_data.hpp"
 #include "support/tiny_spec.hpp"
 
 using namespace attnlab;
@@ -40,8 +41,6 @@ using Catch::Matchers::EndsWith;
 using Catch::Matchers::StartsWith;
 
 namespace {
-
-const std::string fixture = std::string(ATTNLAB_TEST_DATA) + "/text_fixture.txt";
 
 // An exp/softmax run config as a spec would resolve it.
 run_config exp_config() {
@@ -283,7 +282,7 @@ TEST_CASE("eval in double: where float round-off swamps a high Taylor order, dou
 
 TEST_CASE("per-position loss: on a text run, the count-weighted mean is the test loss", "[analysis][cli]") {
     temp_dir dir;
-    const std::string spec = "name: pp\nbase:\n  seed: 0\n  task: {kind: text, path: " + fixture +
+    const std::string spec = "name: pp\nbase:\n  seed: 0\n  task: {kind: text, path: " + text_fixture +
                              ", seq_len: 16, test_examples: 8}\n"
                              "  model: {layers: 1, d_model: 16, heads: 2}\n"
                              "  attention: {numerator: exp, denominator: softmax}\n"

@@ -23,6 +23,7 @@
 #include "attnlab/train/trainer.hpp"
 #include "attnlab/util/error.hpp"
 #include "support/attention_check.hpp"
+#include "support/spec_errors.hpp"
 #include "support/tiny_config.hpp"
 #include "support/variant_cases.hpp"
 
@@ -60,15 +61,15 @@ struct layer_run {
     std::vector<T> out, dq, dk, dv, din, dout_gate, dparams;
 };
 
-struct layer_inputs {
+struct chunk_layer_inputs {
     int B, T, NH, HS;
     vec q, k, v, g_in, g_out, params, dout;
 };
 
-layer_inputs random_inputs(int B, int T, int NH, int HS, int param_count, std::uint64_t seed) {
+chunk_layer_inputs random_inputs(int B, int T, int NH, int HS, int param_count, std::uint64_t seed) {
     rng r(seed);
     const std::size_t N = static_cast<std::size_t>(B) * T, C = static_cast<std::size_t>(NH) * HS;
-    layer_inputs in{B, T, NH, HS, {}, {}, {}, {}, {}, {}, {}};
+    chunk_layer_inputs in{B, T, NH, HS, {}, {}, {}, {}, {}, {}, {}};
     in.q = random_vector(N * C, r, 0.7);
     in.k = random_vector(N * C, r, 0.7);
     in.v = random_vector(N * C, r);
@@ -88,7 +89,7 @@ std::vector<T> cast(const vec& x) {
 }
 
 template <class T>
-layer_run<T> run_layer(const attention_config& cfg, const layer_inputs& x) {
+layer_run<T> run_layer(const attention_config& cfg, const chunk_layer_inputs& x) {
     const std::size_t N = static_cast<std::size_t>(x.B) * x.T, C = static_cast<std::size_t>(x.NH) * x.HS;
     attention_layer<T> att(cfg, x.NH, x.HS);
     attention_cache<T> cache;
@@ -131,7 +132,7 @@ double max_difference(const vec& a, const vec& b) {
     return diff / scale;
 }
 
-void check_same_as_quadratic(const attention_config& a, const layer_inputs& x, int chunk) {
+void check_same_as_quadratic(const attention_config& a, const chunk_layer_inputs& x, int chunk) {
     const attention_config quadratic = in_form(a, parallel_form::quadratic, chunk);
     const attention_config chunked = in_form(a, parallel_form::chunked, chunk);
     REQUIRE(choose_form(chunked, x.T, x.HS) == parallel_form::chunked);
@@ -213,7 +214,7 @@ TEST_CASE("chunked = quadratic to 1e-9 in double: outputs and every gradient, ch
     for (const attention_config& base : chunkable_variants())
         for (const attention_config& a : {base, gated(base)}) {
             const int P = traits_of(a.denominator).out_norm_params * 3;
-            const layer_inputs x = random_inputs(2, 11, 2, 3, P, 17);
+            const chunk_layer_inputs x = random_inputs(2, 11, 2, 3, P, 17);
             for (int chunk : {1, 3, 4, 11, 16}) check_same_as_quadratic(a, x, chunk);
         }
 }
@@ -224,7 +225,7 @@ TEST_CASE("chunked = quadratic across the quadratic form's row blocks and chunks
     for (const attention_config& base : each_numerator_with_a_denominator(2)) {
         if (!has_chunked_form(base)) continue;
         const attention_config a = gated(base);
-        const layer_inputs x = random_inputs(1, T, 2, 4, traits_of(a.denominator).out_norm_params * 4, 5);
+        const chunk_layer_inputs x = random_inputs(1, T, 2, 4, traits_of(a.denominator).out_norm_params * 4, 5);
         for (int chunk : {50, 64, 100}) check_same_as_quadratic(a, x, chunk);
     }
 }
@@ -232,7 +233,7 @@ TEST_CASE("chunked = quadratic across the quadratic form's row blocks and chunks
 TEST_CASE("chunked form: the same bits twice with the same threads", "[attention][chunked]") {
     attention_config a = gated(variant_config(numerator_kind::taylor, denominator_kind::softmax, 2));
     a = in_form(a, parallel_form::chunked, 32);
-    const layer_inputs x = random_inputs(4, 150, 2, 8, 0, 9);
+    const chunk_layer_inputs x = random_inputs(4, 150, 2, 8, 0, 9);
     const layer_run<float> first = run_layer<float>(a, x), second = run_layer<float>(a, x);
     auto same_bits = [](const std::vector<float>& u, const std::vector<float>& w) {
         return u.size() == w.size() && std::memcmp(u.data(), w.data(), u.size() * sizeof(float)) == 0;
@@ -319,16 +320,6 @@ const std::string chunked_spec =
     "    form: chunked\n"      // 9
     "  train: {steps: 10, lr: 0.01, warmup: 1}\n";
 
-std::string error_of(const std::string& yaml) {
-    try {
-        parse_spec(yaml, "spec.yaml", {});
-    } catch (const config_error& e) {
-        return e.what();
-    }
-    FAIL("no config_error for:\n" << yaml);
-    return {};
-}
-
 std::string replaced(std::string text, const std::string& from, const std::string& to) {
     const auto at = text.find(from);
     REQUIRE(at != std::string::npos);
@@ -338,15 +329,15 @@ std::string replaced(std::string text, const std::string& from, const std::strin
 
 TEST_CASE("spec: attention.form chunked is refused without a finite state or above order 4", "[spec][chunked]") {
     CHECK_NOTHROW(parse_spec(chunked_spec, "spec.yaml", {}));
-    CHECK_THAT(error_of(replaced(chunked_spec, "    numerator: taylor\n    order: 2\n", "    numerator: exp\n\n")),
+    CHECK_THAT(spec_error_of(replaced(chunked_spec, "    numerator: taylor\n    order: 2\n", "    numerator: exp\n\n")),
                StartsWith("spec.yaml:9: base.attention.form: chunked form needs a finite state, and exp has none"));
-    CHECK_THAT(error_of(replaced(chunked_spec, "    order: 2\n", "    order: 5\n")),
+    CHECK_THAT(spec_error_of(replaced(chunked_spec, "    order: 2\n", "    order: 5\n")),
                StartsWith("spec.yaml:9: base.attention.form: chunked form takes Taylor orders up to 4"));
-    CHECK_THAT(error_of(replaced(chunked_spec, "    order: 2\n", "    order: 2\n    clamp: 5\n")),
+    CHECK_THAT(spec_error_of(replaced(chunked_spec, "    order: 2\n", "    order: 2\n    clamp: 5\n")),
                Contains("base.attention.form: chunked form needs a finite state, and a clamped taylor"));
-    CHECK_THAT(error_of(replaced(chunked_spec, "    form: chunked\n", "    form: chunky\n")),
+    CHECK_THAT(spec_error_of(replaced(chunked_spec, "    form: chunked\n", "    form: chunky\n")),
                Contains("did you mean 'chunked'"));
-    CHECK_THAT(error_of(replaced(chunked_spec, "    form: chunked\n", "    form: chunked\n    chunk: 0\n")),
+    CHECK_THAT(spec_error_of(replaced(chunked_spec, "    form: chunked\n", "    form: chunked\n    chunk: 0\n")),
                StartsWith("spec.yaml:10: base.attention.chunk:"));
     // auto and quadratic are taken for every variant.
     CHECK_NOTHROW(parse_spec(replaced(chunked_spec, "form: chunked", "form: auto"), "spec.yaml", {}));

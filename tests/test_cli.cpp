@@ -74,7 +74,7 @@ const std::vector<std::string> grid_ids = {
 };
 
 // `text` with one exact, unique piece replaced.
-std::string edit(const std::string& text, const std::string& from, const std::string& to) {
+std::string replaced_once(const std::string& text, const std::string& from, const std::string& to) {
     const auto at = text.find(from);
     REQUIRE(at != std::string::npos);
     REQUIRE(text.find(from, at + 1) == std::string::npos);
@@ -164,7 +164,7 @@ TEST_CASE("attnlab validate accepts a good spec and names its run count", "[cli]
     temp_dir dir;
     const fs::path grid = dir / "grid.yaml", tiny = dir / "tiny.yaml";
     write_text(grid, grid_spec);
-    write_text(tiny, edit(tiny_spec, "seeds: [0, 1]\n", ""));
+    write_text(tiny, replaced_once(tiny_spec, "seeds: [0, 1]\n", ""));
 
     auto r = run_cli({"validate", grid.string()});
     CHECK(r.code == 0);
@@ -193,25 +193,25 @@ TEST_CASE("attnlab validate reports a bad spec in one line with file, line and k
         std::string words;  // a piece of the message
     };
     const std::vector<bad_case> cases = {
-        {"unknown key", edit(grid_spec, "    heads: 2\n", "    heads: 2\n    hedas: 3\n"), 9, "base.model.hedas",
-         "unknown key"},
+        {"unknown key", replaced_once(grid_spec, "    heads: 2\n", "    heads: 2\n    hedas: 3\n"), 9,
+         "base.model.hedas", "unknown key"},
         {"unknown top-level key", grid_spec + "extra: 1\n", 20, "extra", "unknown key"},
-        {"wrong type", edit(grid_spec, "batch: 4", "batch: four"), 12, "base.train.batch", "integer"},
-        {"quoted number", edit(grid_spec, "lr: 1.0e-3\n", "lr: \"0.001\"\n"), 13, "base.train.lr", "number"},
-        {"out of range", edit(grid_spec, "layers: 1", "layers: 0"), 6, "base.model.layers", ""},
-        {"bad enum", edit(grid_spec, "denominator: softmax", "denominator: sofmax"), 9, "base.attention.denominator",
-         "softmax"},
-        {"missing required key", edit(grid_spec, "    steps: 20\n", ""), 10, "base.train.steps", "missing"},
-        {"unknown swept key", edit(grid_spec, "model.mlp: [swiglu, gelu]", "model.mpl: [swiglu, gelu]"), 18,
+        {"wrong type", replaced_once(grid_spec, "batch: 4", "batch: four"), 12, "base.train.batch", "integer"},
+        {"quoted number", replaced_once(grid_spec, "lr: 1.0e-3\n", "lr: \"0.001\"\n"), 13, "base.train.lr", "number"},
+        {"out of range", replaced_once(grid_spec, "layers: 1", "layers: 0"), 6, "base.model.layers", ""},
+        {"bad enum", replaced_once(grid_spec, "denominator: softmax", "denominator: sofmax"), 9,
+         "base.attention.denominator", "softmax"},
+        {"missing required key", replaced_once(grid_spec, "    steps: 20\n", ""), 10, "base.train.steps", "missing"},
+        {"unknown swept key", replaced_once(grid_spec, "model.mlp: [swiglu, gelu]", "model.mpl: [swiglu, gelu]"), 18,
          "sweep.model.mpl", "unknown key"},
-        {"bad swept value", edit(grid_spec, "model.mlp: [swiglu, gelu]", "model.mlp: [swiglu, relu]"), 18,
+        {"bad swept value", replaced_once(grid_spec, "model.mlp: [swiglu, gelu]", "model.mlp: [swiglu, relu]"), 18,
          "sweep.model.mlp", "relu"},
-        {"bad seeds", edit(grid_spec, "seeds: [0, 1]", "seeds: [0, -1]"), 19, "seeds", ""},
-        {"bad sweep point", edit(grid_spec, "model.mlp: [swiglu, gelu]", "model.heads: [2, 3]"), 18,
+        {"bad seeds", replaced_once(grid_spec, "seeds: [0, 1]", "seeds: [0, -1]"), 19, "seeds", ""},
+        {"bad sweep point", replaced_once(grid_spec, "model.mlp: [swiglu, gelu]", "model.heads: [2, 3]"), 18,
          "sweep.model.heads", "model.heads=3"},
-        {"YAML syntax error", edit(grid_spec, "    steps: 20\n", "    steps: 20\n      batch: 4\n"), 12, "",
+        {"YAML syntax error", replaced_once(grid_spec, "    steps: 20\n", "    steps: 20\n      batch: 4\n"), 12, "",
          "YAML syntax error"},
-        {"unclosed flow map", edit(grid_spec, "softmax}\n", "softmax\n"), 9, "",
+        {"unclosed flow map", replaced_once(grid_spec, "softmax}\n", "softmax\n"), 9, "",
          "YAML syntax error: end of map flow not found: the '{' on this line is still open at line 10"},
     };
     temp_dir dir;
@@ -274,7 +274,7 @@ TEST_CASE("attnlab list prints the run ids in order", "[cli]") {
     }
     SECTION("no sweep, no seeds: one run named by the base seed") {
         const fs::path tiny = dir / "tiny.yaml";
-        write_text(tiny, edit(tiny_spec, "seeds: [0, 1]\n", ""));
+        write_text(tiny, replaced_once(tiny_spec, "seeds: [0, 1]\n", ""));
         auto s = run_cli({"list", tiny.string()});
         CHECK(s.code == 0);
         CHECK(s.out == "seed=0\n");
@@ -284,8 +284,8 @@ TEST_CASE("attnlab list prints the run ids in order", "[cli]") {
     }
     SECTION("a union of grids lists a repeated point once, at its first place") {
         const fs::path u = dir / "union.yaml";
-        write_text(u, edit(grid_spec, "  train.lr: [1.0e-3, 3.0e-3]\n  model.mlp: [swiglu, gelu]\n",
-                           "  - {model.mlp: [gelu, none]}\n  - {model.mlp: [swiglu, gelu]}\n"));
+        write_text(u, replaced_once(grid_spec, "  train.lr: [1.0e-3, 3.0e-3]\n  model.mlp: [swiglu, gelu]\n",
+                                    "  - {model.mlp: [gelu, none]}\n  - {model.mlp: [swiglu, gelu]}\n"));
         const auto s = run_cli({"list", u.string()});
         CHECK(s.code == 0);
         CHECK(lines_of(s.out) == std::vector<std::string>{"model.mlp=gelu,seed=0", "model.mlp=gelu,seed=1",
@@ -327,14 +327,14 @@ TEST_CASE("attnlab run on a bad spec writes nothing", "[cli]") {
     const fs::path spec = dir / "bad.yaml";
     const fs::path out = dir / "out";
     SECTION("unknown key, --out absent") {
-        write_text(spec, edit(tiny_spec, "heads: 2}", "heads: 2, hedas: 3}"));
+        write_text(spec, replaced_once(tiny_spec, "heads: 2}", "heads: 2, hedas: 3}"));
         const auto r = run_cli({"run", spec.string(), "--out", out.string()});
         CHECK(r.code == 2);
         CHECK_THAT(single_error(r), StartsWith(spec.string() + ":6: base.model.hedas: "));
         CHECK(!fs::exists(out));
     }
     SECTION("YAML syntax error, --out exists and stays empty") {
-        write_text(spec, edit(tiny_spec, "seeds: [0, 1]", "seeds: [0, 1"));
+        write_text(spec, replaced_once(tiny_spec, "seeds: [0, 1]", "seeds: [0, 1"));
         fs::create_directory(out);
         const auto r = run_cli({"run", spec.string(), "--out", out.string()});
         CHECK(r.code == 2);
@@ -354,7 +354,7 @@ TEST_CASE("attnlab run on a bad spec writes nothing", "[cli]") {
         CHECK(!fs::exists(out));
     }
     SECTION("default --out: nothing appears in the working directory") {
-        write_text(spec, edit(tiny_spec, "batch: 4", "batch: 0"));
+        write_text(spec, replaced_once(tiny_spec, "batch: 4", "batch: 0"));
         const fs::path cwd = dir / "cwd";
         fs::create_directory(cwd);
         const auto r = run_cli({"run", spec.string()}, cwd);
@@ -549,7 +549,7 @@ TEST_CASE("attnlab run stops on SIGINT with exit code 130 and keeps finished run
     temp_dir dir;
     const fs::path spec = dir / "long.yaml";
     // The first run finishes at once; the second would take hours.
-    write_text(spec, edit(tiny_spec, "seeds: [0, 1]\n", "sweep:\n  train.steps: [20, 10000000]\n"));
+    write_text(spec, replaced_once(tiny_spec, "seeds: [0, 1]\n", "sweep:\n  train.steps: [20, 10000000]\n"));
     const fs::path out = dir / "out";
     const fs::path res = out / "tiny";
     const fs::path done_run = res / "runs" / "train.steps=20,seed=0";

@@ -28,7 +28,7 @@ transformer<float> random_model(const attention_config& a, int vocab, int max_T,
     return model;
 }
 
-attention_config variant(numerator_kind n, denominator_kind d, int order = 0) {
+attention_config generate_variant(numerator_kind n, denominator_kind d, int order = 0) {
     attention_config a;
     a.numerator = n;
     a.denominator = d;
@@ -43,9 +43,9 @@ std::vector<std::int32_t> sample(transformer<float>& model, const std::vector<st
 }  // namespace
 
 TEST_CASE("generate: greedy decoding gives the same tokens in both forms", "[generate]") {
-    for (const auto& a : {variant(numerator_kind::exp, denominator_kind::softmax),
-                          variant(numerator_kind::taylor, denominator_kind::norm, 2),
-                          variant(numerator_kind::elu1, denominator_kind::softmax)}) {
+    for (const auto& a : {generate_variant(numerator_kind::exp, denominator_kind::softmax),
+                          generate_variant(numerator_kind::taylor, denominator_kind::norm, 2),
+                          generate_variant(numerator_kind::elu1, denominator_kind::softmax)}) {
         INFO(describe(a));
         const std::vector<std::int32_t> prompt = {3, 1, 4, 1, 5};
         sample_options o;
@@ -65,7 +65,7 @@ TEST_CASE("generate: greedy decoding gives the same tokens in both forms", "[gen
 }
 
 TEST_CASE("generate: the same seed gives the same sample, another seed another", "[generate]") {
-    const attention_config a = variant(numerator_kind::taylor, denominator_kind::norm, 2);
+    const attention_config a = generate_variant(numerator_kind::taylor, denominator_kind::norm, 2);
     transformer<float> model = random_model(a, 16, 45, position_kind::rope);
     sample_options o;
     o.tokens = 40;
@@ -101,7 +101,7 @@ TEST_CASE("generate: a prompt longer than the learned positions is cut to its la
     CHECK(c.prompt == std::vector<std::int32_t>(prompt.begin() + 10, prompt.end()));
     CHECK(c.max_len == 16);
     // it then runs within the table, in both forms, greedily alike
-    const attention_config a = variant(numerator_kind::taylor, denominator_kind::norm, 2);
+    const attention_config a = generate_variant(numerator_kind::taylor, denominator_kind::norm, 2);
     transformer<float> model = random_model(a, 16, 16, position_kind::learned);
     sample_options o;
     o.tokens = 6;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "support/process_support.hpp"
+#include "support/test_data.hpp"
 #include "support/tiny_spec.hpp"
 
 namespace fs = std::filesystem;
@@ -24,8 +25,6 @@ using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 
 namespace {
-
-const std::string fixture = std::string(ATTNLAB_TEST_DATA) + "/text_fixture.txt";
 
 // A tiny text run on `path` (as written in YAML), then `rest`.
 std::string text_spec(const std::string& path, const std::string& rest = "") {
@@ -71,7 +70,7 @@ TEST_CASE("a text corpus that is not a regular file is refused at once", "[hosti
         refused({"validate", (dir / "f.yaml").string()}, 2, launch_options().with_timeout(std::chrono::seconds(30))),
         Contains("is a FIFO (named pipe), expected a regular file"));
     // A symbolic link to a regular file is that file.
-    fs::create_symlink(fixture, dir / "link.txt");
+    fs::create_symlink(text_fixture, dir / "link.txt");
     write_text(dir / "l.yaml", text_spec((dir / "link.txt").string()));
     const cli_result ok = run_cli({"validate", (dir / "l.yaml").string()});
     INFO(ok.err);
@@ -117,7 +116,7 @@ TEST_CASE("two configurations never share a run id; one file under several spell
     temp_dir dir;
     fs::create_directories(dir / "d");
     for (const std::string name : {"c_1.txt", "c 1.txt", "日本.txt", "中国.txt", "cA.txt"})
-        fs::copy_file(fixture, dir / "d" / name);
+        fs::copy_file(text_fixture, dir / "d" / name);
     const auto spec_with = [&](const std::string& paths) {
         return text_spec("c_1.txt", "sweep: {task.path: " + paths + "}\n");
     };

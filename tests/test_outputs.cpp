@@ -27,6 +27,7 @@
 #include "attnlab/train/trainer.hpp"
 #include "attnlab/util/error.hpp"
 #include "support/process_support.hpp"
+#include "support/quiet_log.hpp"
 
 using namespace attnlab;
 using namespace attnlab::test;
@@ -87,12 +88,6 @@ std::size_t column(const std::vector<std::string>& header, const std::string& na
     REQUIRE(at != header.end());
     return static_cast<std::size_t>(at - header.begin());
 }
-
-struct quiet_log {
-    spdlog::level::level_enum was = spdlog::get_level();
-    quiet_log() { spdlog::set_level(spdlog::level::err); }
-    ~quiet_log() { spdlog::set_level(was); }
-};
 
 }  // namespace
 

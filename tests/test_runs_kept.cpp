@@ -30,7 +30,7 @@ using Catch::Matchers::Contains;
 namespace {
 
 // Two seeds of a tiny model, 20 steps each: a fraction of a second.
-const std::string two_seeds = R"(name: kept
+const std::string kept_two_seeds = R"(name: kept
 base:
   seed: 0
   task: {kind: lookup, vocab: 16, seq_len: 8, pairs: 2, test_examples: 16}
@@ -39,11 +39,11 @@ base:
   train: {steps: 20, batch: 4, lr: 1.0e-3, warmup: 2, eval_every: 10}
 seeds: [0, 1]
 )";
-const std::vector<std::string> ids = {"seed=0", "seed=1"};
+const std::vector<std::string> seed_ids = {"seed=0", "seed=1"};
 
-// two_seeds with `steps` training steps (long ones keep a process busy).
+// kept_two_seeds with `steps` training steps (long ones keep a process busy).
 std::string with_steps(const std::string& steps) {
-    std::string text = two_seeds;
+    std::string text = kept_two_seeds;
     const auto at = text.find("steps: 20,");
     REQUIRE(at != std::string::npos);
     return text.replace(at, 9, "steps: " + steps);
@@ -71,14 +71,14 @@ fs::path run_ok(const temp_dir& tmp, const fs::path& spec, std::vector<std::stri
 TEST_CASE("a rerun that changes finished runs' configuration is refused; --overwrite retrains them", "[runs_kept]") {
     temp_dir tmp;
     const fs::path spec = tmp / "kept.yaml";
-    write_text(spec, two_seeds);
+    write_text(spec, kept_two_seeds);
     const fs::path res = run_ok(tmp, spec);
     const auto before = snapshot(res);
 
     const auto r = run_cli({"run", spec.string(), "--out", (tmp / "out").string(), "--set", "train.steps=30"});
     CHECK(r.code == 2);
     CHECK_THAT(r.err, Contains("2 finished runs") && Contains("train.steps 20 -> 30") && Contains("--overwrite"));
-    for (const auto& id : ids) CHECK_THAT(r.err, Contains("runs/" + id));
+    for (const auto& id : seed_ids) CHECK_THAT(r.err, Contains("runs/" + id));
     CHECK_THAT(r.err, !Contains("training"));
     CHECK(snapshot(res) == before);  // not one byte changed
 
@@ -86,29 +86,29 @@ TEST_CASE("a rerun that changes finished runs' configuration is refused; --overw
         run_cli({"run", spec.string(), "--out", (tmp / "out").string(), "--set", "train.steps=30", "--overwrite"});
     CHECK(o.code == 0);
     CHECK_THAT(o.err, Contains("--overwrite: 2 finished runs"));
-    for (const auto& id : ids) CHECK_THAT(read_text(res / "runs" / id / "result.yaml"), Contains("steps: 30"));
+    for (const auto& id : seed_ids) CHECK_THAT(read_text(res / "runs" / id / "result.yaml"), Contains("steps: 30"));
 }
 
 TEST_CASE("an unfinished run with another configuration is trained anew, saying so", "[runs_kept]") {
     temp_dir tmp;
     const fs::path spec = tmp / "kept.yaml";
-    write_text(spec, two_seeds);
+    write_text(spec, kept_two_seeds);
     const fs::path res = run_ok(tmp, spec);
-    for (const auto& id : ids) fs::remove(res / "runs" / id / "result.yaml");  // as if killed before the end
+    for (const auto& id : seed_ids) fs::remove(res / "runs" / id / "result.yaml");  // as if killed before the end
 
     const auto r = run_cli({"run", spec.string(), "--out", (tmp / "out").string(), "--set", "train.steps=30"});
     CHECK(r.code == 0);
     CHECK(count_of(r.err, "unfinished, with another configuration in its config.yaml (train.steps 20 -> 30)") == 2);
-    for (const auto& id : ids) CHECK_THAT(read_text(res / "runs" / id / "result.yaml"), Contains("steps: 30"));
+    for (const auto& id : seed_ids) CHECK_THAT(read_text(res / "runs" / id / "result.yaml"), Contains("steps: 30"));
 }
 
 TEST_CASE("a finished run with a truncated metrics.csv is named, not counted as finished, and retrained",
           "[runs_kept]") {
     temp_dir tmp;
     const fs::path spec = tmp / "kept.yaml";
-    write_text(spec, two_seeds);
+    write_text(spec, kept_two_seeds);
     const fs::path res = run_ok(tmp, spec);
-    const fs::path metrics = res / "runs" / ids[1] / "metrics.csv";
+    const fs::path metrics = res / "runs" / seed_ids[1] / "metrics.csv";
     const auto lines = lines_of(read_text(metrics));
     std::string cut;
     for (std::size_t i = 0; i + 3 < lines.size(); ++i) cut += lines[i] + "\n";  // loses step 20's train, val, test rows
@@ -129,9 +129,9 @@ TEST_CASE("a finished run with a truncated metrics.csv is named, not counted as 
 TEST_CASE("a result.yaml that is a directory is named by run and summarize", "[runs_kept]") {
     temp_dir tmp;
     const fs::path spec = tmp / "kept.yaml";
-    write_text(spec, two_seeds);
+    write_text(spec, kept_two_seeds);
     const fs::path res = run_ok(tmp, spec);
-    const fs::path result = res / "runs" / ids[0] / "result.yaml";
+    const fs::path result = res / "runs" / seed_ids[0] / "result.yaml";
     fs::remove(result);
     fs::create_directories(result / "inside");
 
@@ -157,7 +157,7 @@ TEST_CASE("a second process with another configuration on the same folder is ref
     write_text(spec, with_steps("200000"));
     child_process first({"run", spec.string(), "--out", (tmp / "out").string(), "--threads", "1"}, tmp.path());
     const fs::path res = tmp / "out" / "kept";
-    first.wait_until([&] { return file_has(res / "runs" / ids[0] / "metrics.csv", "\n100,test"); });
+    first.wait_until([&] { return file_has(res / "runs" / seed_ids[0] / "metrics.csv", "\n100,test"); });
 
     const auto second = run_cli({"run", spec.string(), "--out", (tmp / "out").string(), "--set", "train.steps=300"});
     const auto spec_yaml = read_text(res / "spec.yaml");
@@ -168,7 +168,7 @@ TEST_CASE("a second process with another configuration on the same folder is ref
                                                    "overrides; train.steps 200000 -> 300 in 2 runs"));
     CHECK_THAT(second.err, Contains("--overwrite"));
     CHECK_THAT(spec_yaml, !Contains("--set"));  // the first process's spec.yaml stays
-    CHECK_THAT(read_text(res / "runs" / ids[0] / "config.yaml"), Contains("steps: 200000"));
+    CHECK_THAT(read_text(res / "runs" / seed_ids[0] / "config.yaml"), Contains("steps: 200000"));
 }
 
 TEST_CASE("a run another process holds is waited for, and trained when that process is killed", "[runs_kept]") {
@@ -178,7 +178,7 @@ TEST_CASE("a run another process holds is waited for, and trained when that proc
     text.replace(text.find("seeds: [0, 1]"), 13, "seeds: [0]");
     write_text(spec, text);
     child_process first({"run", spec.string(), "--out", (tmp / "out").string(), "--threads", "1"}, tmp.path());
-    const fs::path run = tmp / "out" / "kept" / "runs" / ids[0];
+    const fs::path run = tmp / "out" / "kept" / "runs" / seed_ids[0];
     first.wait_until([&] { return file_has(run / "metrics.csv", "\n100,test"); });
 
     // The same command again: it waits for the lock, then (nothing was saved) trains the run from step 0.
@@ -203,9 +203,9 @@ TEST_CASE("a spec file whose name holds a newline is run and summarized like any
         INFO(name);
         temp_dir tmp;
         const fs::path spec = tmp / name;
-        write_text(spec, two_seeds);
+        write_text(spec, kept_two_seeds);
         const fs::path res = run_ok(tmp, spec);
-        CHECK(lines_of(read_text(res / "spec.yaml")).size() == lines_of(two_seeds).size() + 1);
+        CHECK(lines_of(read_text(res / "spec.yaml")).size() == lines_of(kept_two_seeds).size() + 1);
         const auto s = run_cli({"summarize", res.string()});
         INFO(s.err);
         CHECK(s.code == 0);
@@ -218,7 +218,7 @@ TEST_CASE("temporaries of killed processes of this host are removed by run and s
           "[runs_kept]") {
     temp_dir tmp;
     const fs::path spec = tmp / "kept.yaml";
-    write_text(spec, two_seeds);
+    write_text(spec, kept_two_seeds);
     const fs::path res = run_ok(tmp, spec);
     char host[256] = {};
     REQUIRE(::gethostname(host, sizeof host - 1) == 0);
@@ -229,7 +229,7 @@ TEST_CASE("temporaries of killed processes of this host are removed by run and s
     const std::string h = host, d = std::to_string(dead), live = std::to_string(::getpid());
     const std::vector<fs::path> stale = {res / ("summary.csv.tmp." + h + "." + d + ".17"),
                                          res / ("table.md.tmp." + h + "." + d + ".3"),
-                                         res / "runs" / ids[0] / ("result.yaml.tmp." + h + "." + d + ".9")};
+                                         res / "runs" / seed_ids[0] / ("result.yaml.tmp." + h + "." + d + ".9")};
     const std::vector<fs::path> kept = {res / ("summary.csv.tmp." + h + "." + live + ".17"),
                                         res / ("summary.csv.tmp.otherhost." + d + ".17")};
     for (const auto& p : stale) write_text(p, "half");
@@ -249,7 +249,7 @@ TEST_CASE("temporaries of killed processes of this host are removed by run and s
 TEST_CASE("a dangling or looping --out symlink and an over-long path are errors naming the path", "[runs_kept]") {
     temp_dir tmp;
     const fs::path spec = tmp / "kept.yaml";
-    write_text(spec, two_seeds);
+    write_text(spec, kept_two_seeds);
     fs::create_symlink(tmp / "nowhere", tmp / "dangling");
     fs::create_symlink(tmp / "loop", tmp / "loop");
     const auto d = run_cli({"run", spec.string(), "--out", (tmp / "dangling").string()});
@@ -268,8 +268,8 @@ TEST_CASE("a dangling or looping --out symlink and an over-long path are errors 
 TEST_CASE("eval of a checkpoint holding NaN names the tensor and fails", "[runs_kept]") {
     temp_dir tmp;
     const fs::path spec = tmp / "kept.yaml";
-    write_text(spec, two_seeds);
-    const fs::path run = run_ok(tmp, spec) / "runs" / ids[0];
+    write_text(spec, kept_two_seeds);
+    const fs::path run = run_ok(tmp, spec) / "runs" / seed_ids[0];
     REQUIRE(run_cli({"eval", run.string()}).code == 0);
     std::string bytes = read_text(run / "model.safetensors");
     const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -286,9 +286,9 @@ TEST_CASE("a metrics.csv with a cell that is no number or a ragged row is a dama
           "[runs_kept]") {
     temp_dir tmp;
     const fs::path spec = tmp / "kept.yaml";
-    write_text(spec, two_seeds);
+    write_text(spec, kept_two_seeds);
     const fs::path res = run_ok(tmp, spec);
-    const fs::path metrics = res / "runs" / ids[1] / "metrics.csv";
+    const fs::path metrics = res / "runs" / seed_ids[1] / "metrics.csv";
     const std::string good = read_text(metrics);
     std::vector<std::string> lines = lines_of(good);
     std::vector<std::string> last = csv_fields(lines.back());  // 20,test,<loss>,...
@@ -317,17 +317,17 @@ TEST_CASE("a metrics.csv with a cell that is no number or a ragged row is a dama
 TEST_CASE("a killed --overwrite leaves the old finished run whole; a finished one replaces it", "[runs_kept]") {
     temp_dir tmp;
     const fs::path spec = tmp / "kept.yaml";
-    std::string text = two_seeds;
+    std::string text = kept_two_seeds;
     text.replace(text.find("seeds: [0, 1]"), 13, "seeds: [0]");
     write_text(spec, text);
-    const fs::path res = run_ok(tmp, spec), run = res / "runs" / ids[0];
+    const fs::path res = run_ok(tmp, spec), run = res / "runs" / seed_ids[0];
     write_text(run / "notes.txt", "mine\n");
     const auto before = snapshot(run);
 
     child_process over({"run", spec.string(), "--out", (tmp / "out").string(), "--threads", "1", "--overwrite", "--set",
                         "train.steps=300000"},
                        tmp.path());
-    const fs::path replacement = res / "replacing" / ids[0];
+    const fs::path replacement = res / "replacing" / seed_ids[0];
     over.wait_until([&] { return file_has(replacement / "metrics.csv", "\n100,test"); });
     over.send(SIGKILL);
     CHECK(over.wait().code == 128 + SIGKILL);
@@ -349,7 +349,7 @@ TEST_CASE("a killed --overwrite leaves the old finished run whole; a finished on
 TEST_CASE("a shard with other --set than the shards before it is refused, nothing touched", "[runs_kept]") {
     temp_dir tmp;
     const fs::path spec = tmp / "kept.yaml";
-    write_text(spec, two_seeds);
+    write_text(spec, kept_two_seeds);
     const fs::path res = run_ok(tmp, spec, {"--shard", "0/2", "--set", "train.steps=30"});
     const auto before = snapshot(res);
     const auto r = run_cli({"run", spec.string(), "--out", (tmp / "out").string(), "--threads", "1", "--shard", "1/2",
@@ -366,9 +366,9 @@ TEST_CASE("a shard with other --set than the shards before it is refused, nothin
 TEST_CASE("a hand-edited config.yaml that writes a number another way is the same configuration", "[runs_kept]") {
     temp_dir tmp;
     const fs::path spec = tmp / "kept.yaml";
-    write_text(spec, two_seeds);
+    write_text(spec, kept_two_seeds);
     const fs::path res = run_ok(tmp, spec);
-    const fs::path config = res / "runs" / ids[0] / "config.yaml";
+    const fs::path config = res / "runs" / seed_ids[0] / "config.yaml";
     std::string text = read_text(config);
     const auto at = text.find("lr: 0.001\n");
     REQUIRE(at != std::string::npos);

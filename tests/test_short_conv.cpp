@@ -17,6 +17,7 @@
 #include "attnlab/util/error.hpp"
 #include "support/model_check.hpp"
 #include "support/tiny_config.hpp"
+#include "support/spec_errors.hpp"
 #include "support/variant_cases.hpp"
 
 using namespace attnlab;
@@ -213,26 +214,17 @@ std::string with_line(const std::string& line) {
     return s.replace(s.find(from), from.size(), line);
 }
 
-std::string error_of(const std::string& yaml) {
-    try {
-        parse_spec(yaml, "spec.yaml", {});
-    } catch (const config_error& e) {
-        return e.what();
-    }
-    FAIL("no config_error for:\n" << yaml);
-    return {};
-}
 }  // namespace
 
 TEST_CASE("spec: model.short_conv is 0 or 2..8, an error names file, line and key otherwise", "[short_conv][spec]") {
     CHECK(parse_spec(conv_spec, "spec.yaml", {}).runs.at(0).config.model.short_conv == 3);
     for (const char* k : {"0", "2", "8"})
         CHECK_NOTHROW(parse_spec(with_line(std::string("    short_conv: ") + k + "\n"), "spec.yaml", {}));
-    CHECK_THAT(error_of(with_line("    short_conv: 1\n")),
+    CHECK_THAT(spec_error_of(with_line("    short_conv: 1\n")),
                StartsWith("spec.yaml:8: base.model.short_conv: model.short_conv 1 is no convolution"));
     for (const char* k : {"9", "-1", "2.5", "three"}) {
         INFO(k);
-        CHECK_THAT(error_of(with_line(std::string("    short_conv: ") + k + "\n")),
+        CHECK_THAT(spec_error_of(with_line(std::string("    short_conv: ") + k + "\n")),
                    StartsWith("spec.yaml:8: base.model.short_conv:"));
     }
 }

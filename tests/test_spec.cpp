@@ -14,12 +14,14 @@
 #include "attnlab/io/sha256.hpp"
 #include "attnlab/spec/spec.hpp"
 #include "attnlab/util/error.hpp"
+#include "support/spec_errors.hpp"
 
 #ifndef ATTNLAB_TEST_DATA
 #define ATTNLAB_TEST_DATA "tests/data"
 #endif
 
 using namespace attnlab;
+using namespace attnlab::test;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 
@@ -61,18 +63,6 @@ std::string edit(const std::string& from, const std::string& to, std::string tex
 }
 
 // The message of the config_error that parsing `yaml` must throw.
-std::string error_of(const std::string& yaml, const std::vector<std::string>& sets = {}) {
-    try {
-        parse_spec(yaml, "spec.yaml", sets);
-    } catch (const config_error& e) {
-        std::string msg = e.what();
-        CHECK(msg.find('\n') == std::string::npos);  // one line
-        return msg;
-    }
-    FAIL("no config_error for:\n" << yaml);
-    return {};
-}
-
 std::vector<std::string> ids(const experiment_spec& s) {
     std::vector<std::string> out;
     for (const run_point& r : s.runs) out.push_back(r.id);
@@ -373,33 +363,33 @@ TEST_CASE("spec: run_config YAML lists every meaningful key in run_config order"
 // ---------------------------------------------------------------- malformed specs
 
 TEST_CASE("spec errors: unknown keys", "[spec]") {
-    CHECK_THAT(error_of(base_spec + "sedes: [1]\n"), StartsWith("spec.yaml:20: sedes: unknown key"));
-    CHECK_THAT(error_of(edit("  seed: 0\n", "  sed: 0\n")), StartsWith("spec.yaml:3: base.sed: unknown key"));
-    CHECK_THAT(error_of(edit("    vocab: 64\n", "    vocb: 64\n")),
+    CHECK_THAT(spec_error_of(base_spec + "sedes: [1]\n"), StartsWith("spec.yaml:20: sedes: unknown key"));
+    CHECK_THAT(spec_error_of(edit("  seed: 0\n", "  sed: 0\n")), StartsWith("spec.yaml:3: base.sed: unknown key"));
+    CHECK_THAT(spec_error_of(edit("    vocab: 64\n", "    vocb: 64\n")),
                StartsWith("spec.yaml:6: base.task.vocb: unknown key") && Contains("vocab"));
-    CHECK_THAT(error_of(base_spec + "sweep: {attention.ordr: [1, 2]}\n"),
+    CHECK_THAT(spec_error_of(base_spec + "sweep: {attention.ordr: [1, 2]}\n"),
                StartsWith("spec.yaml:20: sweep.attention.ordr: unknown key") && Contains("attention.order"));
-    CHECK_THAT(error_of(base_spec + "sweep:\n  - {model.layers: [1]}\n  - {optim.lr: [1]}\n"),
+    CHECK_THAT(spec_error_of(base_spec + "sweep:\n  - {model.layers: [1]}\n  - {optim.lr: [1]}\n"),
                StartsWith("spec.yaml:22: sweep[1].optim.lr: unknown key"));
-    CHECK_THAT(error_of(edit("    vocab: 64\n", "    vocab: 64\n    vocab: 65\n")),
+    CHECK_THAT(spec_error_of(edit("    vocab: 64\n", "    vocab: 64\n    vocab: 65\n")),
                StartsWith("spec.yaml:7: base.task.vocab: duplicate key"));
 }
 
 TEST_CASE("spec errors: wrong types", "[spec]") {
-    CHECK_THAT(error_of(edit("    layers: 2\n", "    layers: two\n")),
+    CHECK_THAT(spec_error_of(edit("    layers: 2\n", "    layers: two\n")),
                StartsWith("spec.yaml:10: base.model.layers: expected an integer in [1, 64], got 'two'"));
-    CHECK_THAT(error_of(edit("    heads: 2\n", "    heads: 2.5\n")),
+    CHECK_THAT(spec_error_of(edit("    heads: 2\n", "    heads: 2.5\n")),
                StartsWith("spec.yaml:12: base.model.heads: expected an integer") && Contains("got '2.5'"));
-    CHECK_THAT(error_of(edit("    lr: 0.01\n", "    lr: true\n")),
+    CHECK_THAT(spec_error_of(edit("    lr: 0.01\n", "    lr: true\n")),
                StartsWith("spec.yaml:18: base.train.lr: expected a number > 0, got 'true'"));
-    CHECK_THAT(error_of(edit("    lr: 0.01\n", "    lr: \"0.01\"\n")),
+    CHECK_THAT(spec_error_of(edit("    lr: 0.01\n", "    lr: \"0.01\"\n")),
                StartsWith("spec.yaml:18: base.train.lr: expected a number > 0, got the string \"0.01\""));
-    CHECK_THAT(error_of(edit("    denominator: softmax\n", "    denominator: softmax\n    in_gate: yes\n")),
+    CHECK_THAT(spec_error_of(edit("    denominator: softmax\n", "    denominator: softmax\n    in_gate: yes\n")),
                StartsWith("spec.yaml:16: base.attention.in_gate: expected true or false, got 'yes'"));
     std::string numerator_names;  // every row of the variant table, in order
     for (int i = 0; i < numerator_count; ++i)
         numerator_names += (i ? ", " : "") + std::string(numerator_rows()[i].name);
-    CHECK_THAT(error_of(edit("    numerator: exp\n", "    numerator: exponential\n")),
+    CHECK_THAT(spec_error_of(edit("    numerator: exp\n", "    numerator: exponential\n")),
                StartsWith("spec.yaml:14: base.attention.numerator: expected one of " + numerator_names +
                           ", got 'exponential'"));
     const std::string task_list =
@@ -407,135 +397,137 @@ TEST_CASE("spec errors: wrong types", "[spec]") {
         "base:\n"
         "  task: [lookup, 64]\n"
         "  model: {layers: 2, d_model: 32, heads: 2}\n";
-    CHECK_THAT(error_of(task_list),
+    CHECK_THAT(spec_error_of(task_list),
                StartsWith("spec.yaml:3: base.task: expected a map of kind, vocab") && Contains("got a list"));
-    CHECK_THAT(error_of(edit("    steps: 100\n", "    steps: [100]\n")),
+    CHECK_THAT(spec_error_of(edit("    steps: 100\n", "    steps: [100]\n")),
                StartsWith("spec.yaml:17: base.train.steps: expected an integer >= 1, got a list"));
 }
 
 TEST_CASE("spec errors: out of range", "[spec]") {
-    CHECK_THAT(error_of(edit("    lr: 0.01\n", "    lr: -0.01\n")),
+    CHECK_THAT(spec_error_of(edit("    lr: 0.01\n", "    lr: -0.01\n")),
                StartsWith("spec.yaml:18: base.train.lr: expected a number > 0, got -0.01"));
-    CHECK_THAT(error_of(edit("    layers: 2\n", "    layers: 0\n")),
+    CHECK_THAT(spec_error_of(edit("    layers: 2\n", "    layers: 0\n")),
                StartsWith("spec.yaml:10: base.model.layers: expected an integer in [1, 64], got 0"));
-    CHECK_THAT(error_of(edit("    seq_len: 32\n", "    seq_len: 2\n")),
+    CHECK_THAT(spec_error_of(edit("    seq_len: 32\n", "    seq_len: 2\n")),
                StartsWith("spec.yaml:7: base.task.seq_len: expected an integer in [3, 268435456], got 2"));
-    CHECK_THAT(error_of(edit("  seed: 0\n", "  seed: 99999999999999999999\n")),
+    CHECK_THAT(spec_error_of(edit("  seed: 0\n", "  seed: 99999999999999999999\n")),
                StartsWith("spec.yaml:3: base.seed: expected an integer >= 0"));
 }
 
 TEST_CASE("spec errors: missing required keys", "[spec]") {
-    CHECK_THAT(error_of(edit("name: t\n", "\n")), StartsWith("spec.yaml:2: name: missing required key"));
-    CHECK_THAT(error_of(edit("    numerator: exp\n", "")),
+    CHECK_THAT(spec_error_of(edit("name: t\n", "\n")), StartsWith("spec.yaml:2: name: missing required key"));
+    CHECK_THAT(spec_error_of(edit("    numerator: exp\n", "")),
                StartsWith("spec.yaml:13: base.attention.numerator: missing required key, expected one of exp"));
-    CHECK_THAT(error_of(edit("    pairs: 4\n", "")),
+    CHECK_THAT(spec_error_of(edit("    pairs: 4\n", "")),
                StartsWith("spec.yaml:4: base.task.pairs: missing required key (needed when task.kind is lookup)"));
-    CHECK_THAT(error_of("name: t\nbase:\n  seed: 1\n"),
+    CHECK_THAT(spec_error_of("name: t\nbase:\n  seed: 1\n"),
                StartsWith("spec.yaml:2: base.task: missing required section (with kind)"));
-    CHECK_THAT(error_of("name: t\n"), StartsWith("spec.yaml:1: base: missing required key"));
+    CHECK_THAT(spec_error_of("name: t\n"), StartsWith("spec.yaml:1: base: missing required key"));
 }
 
 TEST_CASE("spec errors: impossible combinations in the base", "[spec]") {
-    CHECK_THAT(error_of(edit("    heads: 2\n", "    heads: 3\n")),
+    CHECK_THAT(spec_error_of(edit("    heads: 2\n", "    heads: 3\n")),
                StartsWith("spec.yaml:12: base.model.heads: model.heads 3 does not divide model.d_model 32"));
     CHECK_THAT(
-        error_of(edit("    d_model: 32\n", "    d_model: 30\n")),
+        spec_error_of(edit("    d_model: 32\n", "    d_model: 30\n")),
         StartsWith("spec.yaml:12: base.model.heads: rope needs an even head dim, got d_model/heads = 30/2 = 15"));
-    CHECK_THAT(error_of(edit("    pairs: 4\n", "    pairs: 9\n")),
+    CHECK_THAT(spec_error_of(edit("    pairs: 4\n", "    pairs: 9\n")),
                StartsWith("spec.yaml:8: base.task.pairs: lookup needs 4 * task.pairs <= task.seq_len, got 4 * 9 > 32"));
-    CHECK_THAT(error_of(edit("    vocab: 64\n", "    vocab: 32\n")),
+    CHECK_THAT(spec_error_of(edit("    vocab: 64\n", "    vocab: 32\n")),
                StartsWith("spec.yaml:6: base.task.vocab: lookup needs task.vocab > task.seq_len, got 32 <= 32"));
-    CHECK_THAT(error_of(edit("    denominator: softmax\n", "    denominator: gate\n    out_gate: true\n")),
+    CHECK_THAT(spec_error_of(edit("    denominator: softmax\n", "    denominator: gate\n    out_gate: true\n")),
                StartsWith("spec.yaml:16: base.attention.out_gate: out_gate is not allowed with denominator gate"));
-    CHECK_THAT(error_of(edit("    denominator: softmax\n", "    denominator: norm\n    detach_denominator: true\n")),
-               StartsWith("spec.yaml:16: base.attention.detach_denominator: has no effect") &&
-                   Contains("applies only when attention.denominator is softmax, but attention.denominator is norm"));
-    CHECK_THAT(error_of(edit("    numerator: exp\n", "    numerator: elu1\n    clamp: 5\n")),
+    CHECK_THAT(
+        spec_error_of(edit("    denominator: softmax\n", "    denominator: norm\n    detach_denominator: true\n")),
+        StartsWith("spec.yaml:16: base.attention.detach_denominator: has no effect") &&
+            Contains("applies only when attention.denominator is softmax, but attention.denominator is norm"));
+    CHECK_THAT(spec_error_of(edit("    numerator: exp\n", "    numerator: elu1\n    clamp: 5\n")),
                StartsWith("spec.yaml:15: base.attention.clamp: has no effect") &&
                    Contains("attention.numerator is one of exp, taylor, linear"));
-    CHECK_THAT(error_of(edit("    numerator: exp\n", "    numerator: exp\n    order: 2\n")),
+    CHECK_THAT(spec_error_of(edit("    numerator: exp\n", "    numerator: exp\n    order: 2\n")),
                StartsWith("spec.yaml:15: base.attention.order: has no effect") &&
                    Contains("attention.numerator is one of taylor, power, but attention.numerator is exp"));
-    CHECK_THAT(error_of(edit("    warmup: 10\n", "    warmup: 101\n")),
+    CHECK_THAT(spec_error_of(edit("    warmup: 10\n", "    warmup: 101\n")),
                StartsWith("spec.yaml:19: base.train.warmup: train.warmup 101 exceeds train.steps 100"));
     const std::string copy = edit("    kind: lookup\n    vocab: 64\n    seq_len: 32\n    pairs: 4\n",
                                   "    kind: copy\n    vocab: 10\n    min_len: 9\n    max_len: 8\n");
-    CHECK_THAT(error_of(copy), StartsWith("spec.yaml:7: base.task.min_len: task.min_len 9 exceeds task.max_len 8"));
+    CHECK_THAT(spec_error_of(copy),
+               StartsWith("spec.yaml:7: base.task.min_len: task.min_len 9 exceeds task.max_len 8"));
 }
 
 TEST_CASE("spec errors: selective_copy and induction", "[spec]") {
     const std::string sc = edit(lookup_task, selective_copy_task);
     const std::string ind = edit(lookup_task, induction_task);
     // Impossible vocabularies: fewer than 2 content tokens.
-    CHECK_THAT(error_of(edit("    vocab: 10\n", "    vocab: 3\n", sc)),
+    CHECK_THAT(spec_error_of(edit("    vocab: 10\n", "    vocab: 3\n", sc)),
                StartsWith("spec.yaml:6: base.task.vocab: selective_copy needs task.vocab >= 4 (blank 0, marker "
                           "vocab-1, content 1..vocab-2), got 3"));
-    CHECK_THAT(error_of(edit("    vocab: 16\n", "    vocab: 3\n", ind)),
+    CHECK_THAT(spec_error_of(edit("    vocab: 16\n", "    vocab: 3\n", ind)),
                StartsWith("spec.yaml:6: base.task.vocab: induction needs task.vocab >= 4 (2 specials"));
     // Too short for a trigger, its target and a token before the final trigger.
-    CHECK_THAT(error_of(edit("    seq_len: 20\n", "    seq_len: 2\n", ind)),
+    CHECK_THAT(spec_error_of(edit("    seq_len: 20\n", "    seq_len: 2\n", ind)),
                StartsWith("spec.yaml:7: base.task.seq_len: expected an integer in [3, 268435456], got 2"));
     // Ranges and types of the selective_copy keys.
-    CHECK_THAT(error_of(edit("    n_tokens: 4\n", "    n_tokens: 0\n", sc)),
+    CHECK_THAT(spec_error_of(edit("    n_tokens: 4\n", "    n_tokens: 0\n", sc)),
                StartsWith("spec.yaml:7: base.task.n_tokens: expected an integer in [1, 268435456], got 0"));
-    CHECK_THAT(error_of(edit("    noise_len: 12\n", "    noise_len: -1\n", sc)),
+    CHECK_THAT(spec_error_of(edit("    noise_len: 12\n", "    noise_len: -1\n", sc)),
                StartsWith("spec.yaml:8: base.task.noise_len: expected an integer in [0, 268435456], got -1"));
-    CHECK_THAT(error_of(edit("    n_tokens: 4\n", "    n_tokens: four\n", sc)),
+    CHECK_THAT(spec_error_of(edit("    n_tokens: 4\n", "    n_tokens: four\n", sc)),
                StartsWith("spec.yaml:7: base.task.n_tokens: expected an integer in [1, 268435456], got 'four'"));
     // Missing keys where they apply.
-    CHECK_THAT(error_of(edit("    noise_len: 12\n", "", sc)),
+    CHECK_THAT(spec_error_of(edit("    noise_len: 12\n", "", sc)),
                StartsWith("spec.yaml:4: base.task.noise_len: missing required key (needed when task.kind is "
                           "selective_copy)"));
-    CHECK_THAT(error_of(edit("    seq_len: 20\n", "", ind)),
+    CHECK_THAT(spec_error_of(edit("    seq_len: 20\n", "", ind)),
                StartsWith("spec.yaml:4: base.task.seq_len: missing required key (needed when task.kind is one of "
                           "lookup, induction, text)"));
     // Keys of another task.
-    CHECK_THAT(error_of(edit("    pairs: 4\n", "    pairs: 4\n    n_tokens: 3\n")),
+    CHECK_THAT(spec_error_of(edit("    pairs: 4\n", "    pairs: 4\n    n_tokens: 3\n")),
                StartsWith("spec.yaml:9: base.task.n_tokens: has no effect: task.n_tokens applies only when "
                           "task.kind is selective_copy, but task.kind is lookup"));
-    CHECK_THAT(error_of(edit("    test_examples: 32\n", "    pairs: 4\n", ind)),
+    CHECK_THAT(spec_error_of(edit("    test_examples: 32\n", "    pairs: 4\n", ind)),
                StartsWith("spec.yaml:8: base.task.pairs: has no effect") &&
                    Contains("task.kind is lookup, but task.kind is induction"));
     CHECK_THAT(
-        error_of(edit("    noise_len: 12\n", "    noise_len: 12\n    seq_len: 8\n", sc)),
+        spec_error_of(edit("    noise_len: 12\n", "    noise_len: 12\n    seq_len: 8\n", sc)),
         StartsWith("spec.yaml:9: base.task.seq_len: has no effect") &&
             Contains("applies only when task.kind is one of lookup, induction, text, but task.kind is selective_copy"));
     // lookup keeps its own rule on seq_len.
-    CHECK_THAT(error_of(edit("    seq_len: 32\n", "    seq_len: 33\n")),
+    CHECK_THAT(spec_error_of(edit("    seq_len: 32\n", "    seq_len: 33\n")),
                StartsWith("spec.yaml:7: base.task.seq_len: lookup needs an even task.seq_len, got 33"));
     // A sweep or --set that switches the task names what is missing.
-    CHECK_THAT(error_of(base_spec + "sweep: {task.kind: [lookup, selective_copy]}\n"),
+    CHECK_THAT(spec_error_of(base_spec + "sweep: {task.kind: [lookup, selective_copy]}\n"),
                StartsWith("spec.yaml:20: sweep.task.kind: selective_copy needs task.n_tokens, which is not set") &&
                    Contains("(at sweep point task.kind=selective_copy)"));
-    CHECK_THAT(error_of(base_spec + "sweep:\n  task.kind: [induction]\n  task.vocab: [3, 8]\n"),
+    CHECK_THAT(spec_error_of(base_spec + "sweep:\n  task.kind: [induction]\n  task.vocab: [3, 8]\n"),
                StartsWith("spec.yaml:22: sweep.task.vocab: induction needs task.vocab >= 4") &&
                    Contains("(at sweep point task.kind=induction,task.vocab=3)"));
-    CHECK_THAT(error_of(base_spec, {"task.noise_len=5"}), StartsWith("--set: task.noise_len: has no effect"));
+    CHECK_THAT(spec_error_of(base_spec, {"task.noise_len=5"}), StartsWith("--set: task.noise_len: has no effect"));
 }
 
 TEST_CASE("spec errors: sweeps", "[spec]") {
     // The point is named, and the line is the swept value's own.
-    CHECK_THAT(error_of(base_spec + "sweep:\n  attention.order: [1, 2]\n"),
+    CHECK_THAT(spec_error_of(base_spec + "sweep:\n  attention.order: [1, 2]\n"),
                StartsWith("spec.yaml:21: sweep.attention.order: swept value has no effect") &&
                    Contains("(at sweep point attention.order=1)"));
-    CHECK_THAT(error_of(base_spec + "sweep:\n  model.heads:\n    - 2\n    - 3\n"),
+    CHECK_THAT(spec_error_of(base_spec + "sweep:\n  model.heads:\n    - 2\n    - 3\n"),
                StartsWith("spec.yaml:23: sweep.model.heads: model.heads 3 does not divide model.d_model 32") &&
                    Contains("(at sweep point model.heads=3)"));
-    CHECK_THAT(error_of(base_spec + "sweep: {attention.numerator: [exp, taylor]}\n"),
+    CHECK_THAT(spec_error_of(base_spec + "sweep: {attention.numerator: [exp, taylor]}\n"),
                StartsWith("spec.yaml:20: sweep.attention.numerator: taylor needs attention.order, which is not set") &&
                    Contains("attention.numerator=taylor"));
-    CHECK_THAT(error_of(base_spec + "sweep:\n  attention.order: []\n"),
+    CHECK_THAT(spec_error_of(base_spec + "sweep:\n  attention.order: []\n"),
                StartsWith("spec.yaml:21: sweep.attention.order: empty list of values"));
-    CHECK_THAT(error_of(base_spec + "sweep: []\n"), StartsWith("spec.yaml:20: sweep: empty list of grids"));
-    CHECK_THAT(error_of(base_spec + "sweep: {train.lr: 0.1}\n"),
+    CHECK_THAT(spec_error_of(base_spec + "sweep: []\n"), StartsWith("spec.yaml:20: sweep: empty list of grids"));
+    CHECK_THAT(spec_error_of(base_spec + "sweep: {train.lr: 0.1}\n"),
                StartsWith("spec.yaml:20: sweep.train.lr: expected a list of values, got '0.1'"));
-    CHECK_THAT(error_of(base_spec + "sweep: {train.lr: [0.1, fast]}\n"),
+    CHECK_THAT(spec_error_of(base_spec + "sweep: {train.lr: [0.1, fast]}\n"),
                StartsWith("spec.yaml:20: sweep.train.lr: expected a number > 0, got 'fast'"));
-    CHECK_THAT(error_of(base_spec + "sweep: {seed: [1, 2]}\n"),
+    CHECK_THAT(spec_error_of(base_spec + "sweep: {seed: [1, 2]}\n"),
                StartsWith("spec.yaml:20: sweep.seed: seeds are swept by the top-level key seeds"));
-    CHECK_THAT(error_of(base_spec + "seeds: [0, 1,\n        0]\n"),
+    CHECK_THAT(spec_error_of(base_spec + "seeds: [0, 1,\n        0]\n"),
                StartsWith("spec.yaml:21: seeds: duplicate seed 0"));
-    CHECK_THAT(error_of(base_spec + "seeds: []\n"), StartsWith("spec.yaml:20: seeds: empty list of seeds"));
+    CHECK_THAT(spec_error_of(base_spec + "seeds: []\n"), StartsWith("spec.yaml:20: seeds: empty list of seeds"));
 }
 
 TEST_CASE("spec errors: a sweep list names the grid", "[spec]") {
@@ -550,26 +542,27 @@ TEST_CASE("spec errors: a sweep list names the grid", "[spec]") {
 
 TEST_CASE("spec errors: --set", "[spec]") {
     const std::string swept = base_spec + "sweep: {model.layers: [1, 2]}\nseeds: [0, 1]\n";
-    CHECK_THAT(error_of(base_spec, {"attention.order"}), StartsWith("--set: expected dotted.key=value"));
-    CHECK_THAT(error_of(base_spec, {"train.lr=fast"}),
+    CHECK_THAT(spec_error_of(base_spec, {"attention.order"}), StartsWith("--set: expected dotted.key=value"));
+    CHECK_THAT(spec_error_of(base_spec, {"train.lr=fast"}),
                StartsWith("--set: train.lr: expected a number > 0, got 'fast'"));
-    CHECK_THAT(error_of(base_spec, {"train.lrate=1"}),
+    CHECK_THAT(spec_error_of(base_spec, {"train.lrate=1"}),
                StartsWith("--set: train.lrate: unknown key") && Contains("train.lr,"));
-    CHECK_THAT(error_of(base_spec, {"train.lr=[1"}), StartsWith("--set: train.lr: cannot read '[1' as a YAML value"));
-    CHECK_THAT(error_of(swept, {"model.layers=3"}),
+    CHECK_THAT(spec_error_of(base_spec, {"train.lr=[1"}),
+               StartsWith("--set: train.lr: cannot read '[1' as a YAML value"));
+    CHECK_THAT(spec_error_of(swept, {"model.layers=3"}),
                StartsWith("--set: model.layers: is swept in the spec; --set cannot override it"));
-    CHECK_THAT(error_of(swept, {"seed=3"}), StartsWith("--set: seed: is swept in the spec"));
-    CHECK_THAT(error_of(base_spec, {"attention.order=3"}), StartsWith("--set: attention.order: has no effect"));
-    CHECK_THAT(error_of(base_spec, {"attention.numerator=taylor"}),
+    CHECK_THAT(spec_error_of(swept, {"seed=3"}), StartsWith("--set: seed: is swept in the spec"));
+    CHECK_THAT(spec_error_of(base_spec, {"attention.order=3"}), StartsWith("--set: attention.order: has no effect"));
+    CHECK_THAT(spec_error_of(base_spec, {"attention.numerator=taylor"}),
                StartsWith("--set: attention.numerator: taylor needs attention.order, which is not set"));
 }
 
 TEST_CASE("spec errors: files and YAML", "[spec]") {
-    CHECK_THAT(error_of(""), StartsWith("spec.yaml:1: empty spec"));
-    CHECK_THAT(error_of("# only a comment\n"), StartsWith("spec.yaml:1: empty spec"));
-    CHECK_THAT(error_of("- name: t\n"), StartsWith("spec.yaml:1: expected a map with keys name, base"));
-    CHECK_THAT(error_of(edit("    vocab: 64\n", "   vocab: 64\n")), StartsWith("spec.yaml:6: YAML syntax error"));
-    CHECK_THAT(error_of(edit("name: t\n", "name: my spec/1\n")), StartsWith("spec.yaml:1: name: expected a name"));
+    CHECK_THAT(spec_error_of(""), StartsWith("spec.yaml:1: empty spec"));
+    CHECK_THAT(spec_error_of("# only a comment\n"), StartsWith("spec.yaml:1: empty spec"));
+    CHECK_THAT(spec_error_of("- name: t\n"), StartsWith("spec.yaml:1: expected a map with keys name, base"));
+    CHECK_THAT(spec_error_of(edit("    vocab: 64\n", "   vocab: 64\n")), StartsWith("spec.yaml:6: YAML syntax error"));
+    CHECK_THAT(spec_error_of(edit("name: t\n", "name: my spec/1\n")), StartsWith("spec.yaml:1: name: expected a name"));
     try {
         load_spec(ATTNLAB_TEST_DATA "/specs/bad_syntax.yaml");
         FAIL("no error");

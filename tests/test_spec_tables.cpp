@@ -35,7 +35,7 @@ std::string attention_lines(const std::string& numerator, const std::string& den
 }
 
 // The config_error message of parsing `yaml`, or "" when it parses.
-std::string error_of(const std::string& yaml) {
+std::string error_or_empty(const std::string& yaml) {
     try {
         parse_spec(yaml, "spec.yaml");
     } catch (const config_error& e) {
@@ -52,8 +52,8 @@ TEST_CASE("spec tables: attention.order is required and allowed exactly for nume
         const numerator_traits& row = numerator_rows()[i];
         INFO("numerator " << row.name);
         const std::string with_order =
-            error_of(spec_with_attention(attention_lines(row.name, "softmax", "    order: 2\n")));
-        const std::string without = error_of(spec_with_attention(attention_lines(row.name, "softmax")));
+            error_or_empty(spec_with_attention(attention_lines(row.name, "softmax", "    order: 2\n")));
+        const std::string without = error_or_empty(spec_with_attention(attention_lines(row.name, "softmax")));
         if (row.takes_order) {
             CHECK(with_order.empty());
             CHECK_THAT(without,
@@ -71,7 +71,7 @@ TEST_CASE("spec tables: attention.clamp is allowed exactly for score kernels", "
         INFO("numerator " << row.name);
         const std::string order = row.takes_order ? "    order: 2\n" : "";
         const std::string error =
-            error_of(spec_with_attention(attention_lines(row.name, "softmax", order + "    clamp: 5\n")));
+            error_or_empty(spec_with_attention(attention_lines(row.name, "softmax", order + "    clamp: 5\n")));
         if (row.family == numerator_family::score_kernel)
             CHECK(error.empty());
         else
@@ -84,13 +84,13 @@ TEST_CASE("spec tables: detach_denominator and out_gate follow the denominator's
         const denominator_traits& row = denominator_rows()[i];
         INFO("denominator " << row.name);
         const std::string detach =
-            error_of(spec_with_attention(attention_lines("exp", row.name, "    detach_denominator: true\n")));
+            error_or_empty(spec_with_attention(attention_lines("exp", row.name, "    detach_denominator: true\n")));
         if (row.detachable)
             CHECK(detach.empty());
         else
             CHECK_THAT(detach, Contains("base.attention.detach_denominator: has no effect"));
         const std::string gate =
-            error_of(spec_with_attention(attention_lines("exp", row.name, "    out_gate: true\n")));
+            error_or_empty(spec_with_attention(attention_lines("exp", row.name, "    out_gate: true\n")));
         if (row.has_output_gate)
             CHECK_THAT(gate,
                        Contains(std::string("base.attention.out_gate: out_gate is not allowed with denominator ") +
@@ -135,7 +135,7 @@ TEST_CASE("spec tables: the loader and the generator report a task's broken rule
     t.seq_len = 33;
     const std::string why = broken_task_rule(t);
     CHECK(why == "lookup needs an even task.seq_len, got 33");
-    CHECK_THAT(error_of(broken), Contains("base.task.seq_len: " + why));
+    CHECK_THAT(error_or_empty(broken), Contains("base.task.seq_len: " + why));
     CHECK_THROWS_WITH(make_task(t, 0), "lookup: " + why);
     CHECK(broken_task_rule(ok.base.task).empty());
 }

@@ -22,25 +22,26 @@ std::vector<int> flushing_in_team(int n) {
     on[omp_get_thread_num()] = flushing_subnormals() ? 1 : 0;
     return on;
 }
-constexpr float tiny = 1e-30f;  // tiny * tiny = 1e-60 underflows; tiny * 1e-10 = 1e-40 is subnormal
+constexpr float tiny_float =
+    1e-30f;  // tiny_float * tiny_float = 1e-60 underflows; tiny_float * 1e-10 = 1e-40 is subnormal
 }  // namespace
 
 #ifdef ATTNLAB_HAS_MXCSR
 TEST_CASE("subnormal floats are flushed to zero inside the guard and kept outside it", "[ops]") {
     REQUIRE_FALSE(flushing_subnormals());
     const float sub = std::numeric_limits<float>::denorm_min();
-    REQUIRE(product(tiny, 1e-10f) > 0.0f);  // 1e-40: a subnormal
+    REQUIRE(product(tiny_float, 1e-10f) > 0.0f);  // 1e-40: a subnormal
     REQUIRE(product(sub, 1.0f) == sub);
     {
         const subnormals_flushed guard;
         CHECK(flushing_subnormals());
-        CHECK(product(tiny, 1e-10f) == 0.0f);   // results flushed (FTZ)
-        CHECK(product(sub, 1e30f) == 0.0f);     // inputs read as 0 (DAZ); else 1.4e-15
-        CHECK(product(2e-19f, 1e-19f) > 0.0f);  // 2e-38 is still normal: nothing else changes
+        CHECK(product(tiny_float, 1e-10f) == 0.0f);  // results flushed (FTZ)
+        CHECK(product(sub, 1e30f) == 0.0f);          // inputs read as 0 (DAZ); else 1.4e-15
+        CHECK(product(2e-19f, 1e-19f) > 0.0f);       // 2e-38 is still normal: nothing else changes
         CHECK(product(1.5f, 2.0f) == 3.0f);
     }
     CHECK_FALSE(flushing_subnormals());
-    CHECK(product(tiny, 1e-10f) > 0.0f);
+    CHECK(product(tiny_float, 1e-10f) > 0.0f);
 }
 
 TEST_CASE("the guard sets every OpenMP thread of the team and restores each, also when nested", "[ops]") {

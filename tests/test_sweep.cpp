@@ -27,6 +27,7 @@
 #include "attnlab/util/error.hpp"
 
 #include "support/process_support.hpp"
+#include "support/quiet_log.hpp"
 #include "support/run_results.hpp"
 #include "support/tiny_spec.hpp"
 
@@ -56,11 +57,6 @@ struct six_runs_dir : spec_in_temp_dir {
 fs::path reference_run(const temp_dir& dir, const fs::path& spec) { return reference_results(dir, spec, "six"); }
 
 // In-process runs: quiet, and 20 steps.
-struct quiet_log {
-    spdlog::level::level_enum was = spdlog::get_level();
-    quiet_log() { spdlog::set_level(spdlog::level::err); }
-    ~quiet_log() { spdlog::set_level(was); }
-};
 const std::string two_runs = tiny_lookup_spec("two", 20, 10, "seeds: [0, 1]\n");
 
 // In-process sweeps into a temporary directory, quiet, on one thread.

@@ -23,6 +23,7 @@
 #include "attnlab/tasks/generators.hpp"
 #include "attnlab/tasks/task.hpp"
 #include "attnlab/tasks/text.hpp"
+#include "support/test_data.hpp"
 #include "support/text_files.hpp"
 
 using namespace attnlab;
@@ -82,12 +83,11 @@ task_config induction_config() {
 
 // text reads a file: the committed fixture (32615 bytes of the KJV), and for
 // the parameter `path` another file, the fixture's lines in reverse order.
-const std::string text_fixture = std::string(ATTNLAB_TEST_DATA) + "/text_fixture.txt";
 const std::string& other_text_file() {
     static const test::temp_dir dir;
     static const std::string path = [] {
         const std::string p = (dir / "reversed.txt").string();
-        auto lines = test::lines_of(test::read_text(text_fixture));
+        auto lines = test::lines_of(test::read_text(test::text_fixture));
         std::reverse(lines.begin(), lines.end());
         std::string text;
         for (const auto& l : lines) text += l + "\n";
@@ -99,7 +99,7 @@ const std::string& other_text_file() {
 
 task_config text_config() {
     task_config c = small_task(task_kind::text, 0);  // no vocab key: bytes
-    c.path = text_fixture;
+    c.path = test::text_fixture;
     c.seq_len = 16;
     c.holdout = 0.05;  // 1630 bytes each for validation and test: 101 windows of 17
     return c;

@@ -25,6 +25,7 @@
 #include "attnlab/train/trainer.hpp"
 #include "attnlab/util/error.hpp"
 #include "support/process_support.hpp"
+#include "support/test_data.hpp"
 #include "support/tiny_config.hpp"
 
 using namespace attnlab;
@@ -33,8 +34,6 @@ using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 
 namespace {
-
-const std::string fixture = std::string(ATTNLAB_TEST_DATA) + "/text_fixture.txt";
 
 // A file whose every byte tells where it is: the train part holds the bytes
 // 0..199 in order, the validation part 200..224 and the test part 225..249
@@ -84,7 +83,7 @@ std::string tiny_text_spec(const std::string& name, const std::string& path, con
 }
 
 // The one line of stderr of a refused command.
-std::string single_error(const cli_result& r) {
+std::string single_line_of(const cli_result& r) {
     const auto lines = lines_of(r.err);
     REQUIRE(lines.size() == 1);
     return lines[0];
@@ -100,7 +99,7 @@ TEST_CASE("text: sha256 matches the published test vectors and sha256sum", "[tex
           "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
     CHECK(sha256_hex(std::string(1000000, 'a')) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
     // `sha256sum tests/data/text_fixture.txt`
-    CHECK(sha256_hex(read_text(fixture)) == "9d36be788cb464965a45e504ea077d612feaacc52f7c84a218d4a47a4072c7a8");
+    CHECK(sha256_hex(read_text(text_fixture)) == "9d36be788cb464965a45e504ea077d612feaacc52f7c84a218d4a47a4072c7a8");
 }
 
 TEST_CASE("text: the split is three contiguous parts that cover the file", "[text]") {
@@ -263,15 +262,15 @@ TEST_CASE("text: unigram and bigram baselines match an independent computation",
 }
 
 TEST_CASE("text: the loader records the file and refuses bad keys", "[text]") {
-    const experiment_spec spec = parse_spec(tiny_text_spec("t", fixture), "t.yaml");
+    const experiment_spec spec = parse_spec(tiny_text_spec("t", text_fixture), "t.yaml");
     const task_config& t = spec.runs.at(0).config.task;
-    CHECK(t.path == fixture);
+    CHECK(t.path == text_fixture);
     CHECK(t.size == 32615);
     CHECK(t.sha256 == "9d36be788cb464965a45e504ea077d612feaacc52f7c84a218d4a47a4072c7a8");
     CHECK(t.holdout == 0.05);
     // config.yaml holds them and reads back to the same configuration.
     const std::string yaml = run_config_to_yaml(spec.runs[0].config);
-    CHECK_THAT(yaml, Contains("  path: \"" + fixture + "\"\n"));
+    CHECK_THAT(yaml, Contains("  path: \"" + text_fixture + "\"\n"));
     CHECK_THAT(yaml, Contains("  size: 32615\n"));
     CHECK_THAT(yaml, !Contains("vocab"));
     CHECK(run_config_to_yaml(run_config_from_yaml(yaml, "config.yaml")) == yaml);
@@ -289,7 +288,7 @@ TEST_CASE("text: the loader records the file and refuses bad keys", "[text]") {
     for (const bad_case& c : cases) {
         INFO(c.extra);
         try {
-            parse_spec(tiny_text_spec("t", fixture, c.extra), "t.yaml");
+            parse_spec(tiny_text_spec("t", text_fixture, c.extra), "t.yaml");
             FAIL("accepted");
         } catch (const config_error& e) {
             CHECK_THAT(e.what(), StartsWith("t.yaml:"));
@@ -300,7 +299,7 @@ TEST_CASE("text: the loader records the file and refuses bad keys", "[text]") {
     // An upper-case checksum is the same checksum.
     std::string upper = t.sha256;
     std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char ch) { return std::toupper(ch); });
-    CHECK_NOTHROW(parse_spec(tiny_text_spec("t", fixture, "    sha256: " + upper + "\n"), "t.yaml"));
+    CHECK_NOTHROW(parse_spec(tiny_text_spec("t", text_fixture, "    sha256: " + upper + "\n"), "t.yaml"));
 }
 
 TEST_CASE("text: a bad file is one error with file, line and key, from validate and run, and nothing is written",
@@ -322,7 +321,8 @@ TEST_CASE("text: a bad file is one error with file, line and key, from validate 
         {"too short", (dir / "short.txt").string(), "", 7, "base.task.seq_len", "no evaluation window fits"},
         {"too short to train", (dir / "short.txt").string(), "    seq_len: 196\n    holdout: 0.01\n", 7,
          "base.task.seq_len", "no training window fits"},
-        {"wrong sha256", fixture, "    sha256: " + std::string(64, 'e') + "\n", 9, "base.task.sha256", "not the eeee"},
+        {"wrong sha256", text_fixture, "    sha256: " + std::string(64, 'e') + "\n", 9, "base.task.sha256",
+         "not the eeee"},
     };
     for (const bad_case& c : cases) {
         INFO(c.what);
@@ -340,7 +340,7 @@ TEST_CASE("text: a bad file is one error with file, line and key, from validate 
             INFO(args[0]);
             const auto r = run_cli(args);
             CHECK(r.code == 2);
-            const std::string msg = single_error(r);
+            const std::string msg = single_line_of(r);
             CHECK_THAT(msg, StartsWith("attnlab: error: " + spec.string() + ":" + std::to_string(c.line) + ": " +
                                        c.key + ": "));
             CHECK_THAT(msg, Contains(c.words));
@@ -354,7 +354,7 @@ TEST_CASE("text: a relative task.path resolves against the spec's folder, from a
     fs::create_directories(dir / "experiments");
     fs::create_directories(dir / "data");
     fs::create_directories(dir / "elsewhere");
-    fs::copy_file(fixture, dir / "data" / "corpus.txt");
+    fs::copy_file(text_fixture, dir / "data" / "corpus.txt");
     const fs::path spec = dir / "experiments" / "rel.yaml";
     write_text(spec, tiny_text_spec("rel", "../data/corpus.txt"));
     auto r = run_cli({"run", spec.string(), "--out", (dir / "results").string()}, dir / "elsewhere");
@@ -391,9 +391,9 @@ TEST_CASE("text: the same bytes at another path are the same run; other bytes ar
     temp_dir dir;
     fs::create_directories(dir / "one");
     fs::create_directories(dir / "two");
-    fs::copy_file(fixture, dir / "one" / "f.txt");
-    fs::copy_file(fixture, dir / "two" / "f.txt");
-    write_text(dir / "two" / "g.txt", read_text(fixture) + "Amen.\n");
+    fs::copy_file(text_fixture, dir / "one" / "f.txt");
+    fs::copy_file(text_fixture, dir / "two" / "f.txt");
+    write_text(dir / "two" / "g.txt", read_text(text_fixture) + "Amen.\n");
     const fs::path spec = dir / "s.yaml", out = dir / "results";
     write_text(spec, tiny_text_spec("moved", (dir / "one" / "f.txt").string()));
     REQUIRE(run_cli({"run", spec.string(), "--out", out.string()}).code == 0);
@@ -410,7 +410,7 @@ TEST_CASE("text: the same bytes at another path are the same run; other bytes ar
 TEST_CASE("text: outputs leave seq_acc empty and report bits per byte and the baselines", "[text][cli]") {
     temp_dir dir;
     const fs::path spec = dir / "s.yaml", out = dir / "results";
-    write_text(spec, tiny_text_spec("outs", fixture));
+    write_text(spec, tiny_text_spec("outs", text_fixture));
     auto r = run_cli({"run", spec.string(), "--out", out.string()});
     INFO(r.err);
     REQUIRE(r.code == 0);
@@ -423,7 +423,7 @@ TEST_CASE("text: outputs leave seq_acc empty and report bits per byte and the ba
     for (std::size_t i = 1; i < metrics.size(); ++i) CHECK(csv_fields(metrics[i]).at(4).empty());
 
     // The baselines recorded are those of the file's test set, computed here.
-    const std::string bytes = read_text(fixture);
+    const std::string bytes = read_text(text_fixture);
     const text_split s = split_text(bytes.size(), 0.05);
     const baseline_losses want = byte_baselines(bytes, s, 16, 8);
     const auto result = read_text(run / "result.yaml");
@@ -500,7 +500,7 @@ TEST_CASE("text: outputs leave seq_acc empty and report bits per byte and the ba
 }
 
 TEST_CASE("text: the memory estimate holds the file and only the evaluation windows that fit", "[text]") {
-    const run_config base = parse_spec(tiny_text_spec("t", fixture), "t.yaml").runs.at(0).config;
+    const run_config base = parse_spec(tiny_text_spec("t", text_fixture), "t.yaml").runs.at(0).config;
     const auto scratch = [](const run_config& c) { return estimate_training_memory(c, 1).scratch; };
     // 10 more bytes of file, the same windows: 10 more bytes.
     run_config bigger = base;
@@ -514,10 +514,10 @@ TEST_CASE("text: the memory estimate holds the file and only the evaluation wind
     CHECK(scratch(all) == scratch(base) + (101 - 8) * 16 * 2 * sizeof(std::int32_t));  // tokens and targets
 }
 
-TEST_CASE("text: a tiny model learns more than the unigram statistics of the fixture", "[text][learning]") {
+TEST_CASE("text: a tiny model learns more than the unigram statistics of the text_fixture", "[text][learning]") {
     run_config cfg =
         tiny_config({.d_model = 32, .steps = 300, .batch = 16, .lr = 1e-2, .warmup = 20, .eval_every = 300});
-    cfg.task = text_config(fixture, 32, 0.05, 32);
+    cfg.task = text_config(text_fixture, 32, 0.05, 32);
     cfg.model.mlp_hidden = resolved_mlp_hidden(cfg.model);
     const run_result r = train_run(cfg, {});
     REQUIRE(r.status == run_status::ok);
@@ -529,12 +529,12 @@ TEST_CASE("text: a tiny model learns more than the unigram statistics of the fix
 }
 
 TEST_CASE("text: the file is read in pieces that stop when a stop is asked for, and hashed the same", "[text]") {
-    const task_config c = text_config(fixture, 16, 0.05, 8);
+    const task_config c = text_config(text_fixture, 16, 0.05, 8);
     const std::atomic<bool> go{false}, stop{true};
     CHECK(make_text_task(c, 0, &go)->vocab_size() == 256);
     CHECK_THROWS_AS(make_text_task(c, 0, &stop), read_interrupted);
     // The hash of the pieces is the hash of the whole, whatever the pieces.
-    const std::string bytes = read_text(fixture);
+    const std::string bytes = read_text(text_fixture);
     for (const std::size_t piece : {1, 63, 64, 65, 1000}) {
         sha256_hasher h;
         for (std::size_t at = 0; at < bytes.size(); at += piece)
