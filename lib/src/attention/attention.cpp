@@ -26,7 +26,7 @@ namespace attnlab {
 
 namespace {
 // Below this many multiply-adds per call the threads cost more than they save.
-constexpr long parallel_threshold = 1L << 16;
+constexpr long attention_parallel_threshold = 1L << 16;
 long attention_work(int B, int NH, int Tn, int HS) { return static_cast<long>(B) * NH * Tn * Tn * HS; }
 // Row r of a block of rows [t0, ..) against keys [k0, ..) sees keys < t0 - k0 + r + 1.
 row_band causal_keys(int t0, int k0) { return {INT_MIN / 2, t0 - k0 + 1}; }
@@ -395,7 +395,7 @@ void attention_layer<T>::sum_denominator_grads(T* ddenom, const attention_cache<
 template <class T>
 void attention_layer<T>::forward(T* out, attention_cache<T>& cache, const attention_inputs<T>& in, int B,
                                  int Tn) const {
-#pragma omp parallel if (attention_work(B, NH_, Tn, HS_) > parallel_threshold)
+#pragma omp parallel if (attention_work(B, NH_, Tn, HS_) > attention_parallel_threshold)
     {
         attention_scratch<T> scratch;
 #pragma omp for schedule(static)
@@ -406,7 +406,7 @@ void attention_layer<T>::forward(T* out, attention_cache<T>& cache, const attent
 template <class T>
 void attention_layer<T>::backward(const attention_grads<T>& grads, const T* dout, attention_cache<T>& cache,
                                   const attention_inputs<T>& in, int B, int Tn) const {
-#pragma omp parallel if (attention_work(B, NH_, Tn, HS_) > parallel_threshold)
+#pragma omp parallel if (attention_work(B, NH_, Tn, HS_) > attention_parallel_threshold)
     {
         attention_scratch<T> scratch;
 #pragma omp for schedule(static)

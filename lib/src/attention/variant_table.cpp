@@ -118,14 +118,14 @@ constexpr std::array<denominator_traits, denominator_count> denominators{{
     {.kind = denominator_kind::none, .name = "none", .summary = "u", .kernels = &identity_kernels},
 }};
 
-constexpr bool rows_in_enum_order() {
+constexpr bool variant_rows_in_enum_order() {
     for (int i = 0; i < numerator_count; ++i)
         if (static_cast<int>(numerators[i].kind) != i) return false;
     for (int i = 0; i < denominator_count; ++i)
         if (static_cast<int>(denominators[i].kind) != i) return false;
     return true;
 }
-static_assert(rows_in_enum_order(), "variant table: one row per enum value, in enum order");
+static_assert(variant_rows_in_enum_order(), "variant table: one row per enum value, in enum order");
 // A row without its kernel factory, sign or terms fails to compile through
 // -Wmissing-field-initializers (designated initializers, -Werror in CI) and
 // fails test_variant_table; it cannot be a static_assert, because comparing

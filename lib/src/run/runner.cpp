@@ -39,6 +39,7 @@
 #include "attnlab/train/resume_state.hpp"
 #include "attnlab/train/trainer.hpp"
 #include "attnlab/util/error.hpp"
+#include "attnlab/util/stopwatch.hpp"
 
 namespace attnlab {
 
@@ -68,10 +69,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using clock_type = std::chrono::steady_clock;
-
-double seconds_since(clock_type::time_point t0) {
-    return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
 
 std::string duration_text(double s) {
     if (!std::isfinite(s) || s < 0) return "?";

@@ -128,7 +128,7 @@ const std::vector<task_traits>& rows() {
     return table;
 }
 
-bool rows_in_enum_order() {
+bool task_rows_in_enum_order() {
     if (rows().size() != static_cast<std::size_t>(task_count)) return false;
     for (int i = 0; i < task_count; ++i)
         if (static_cast<int>(rows()[static_cast<std::size_t>(i)].kind) != i) return false;
@@ -139,7 +139,7 @@ static_assert(static_cast<int>(task_kind::text) + 1 == task_count, "task_count i
 }  // namespace
 
 const std::vector<task_traits>& task_rows() {
-    static const bool ordered = rows_in_enum_order();
+    static const bool ordered = task_rows_in_enum_order();
     if (!ordered) throw std::logic_error("task table: one row per task_kind, in enum order");
     return rows();
 }

@@ -19,7 +19,7 @@ double learning_rate(const train_config& cfg, int step) {
 namespace {
 // Elementwise loops go parallel above this size. The norm sums fixed chunks
 // and then the chunk sums in order, so it does not depend on the threads.
-constexpr long parallel_threshold = 1L << 15;
+constexpr long optimizer_parallel_threshold = 1L << 15;
 constexpr long norm_chunk = 1L << 12;
 }  // namespace
 
@@ -33,7 +33,7 @@ double clip_grad_norm(std::vector<T>& grads, double max_norm) {
     const long n = static_cast<long>(grads.size());
     const long chunks = static_cast<long>(clip_grad_norm_partials(grads.size()));
     std::vector<double> partial(chunks, 0.0);
-#pragma omp parallel for schedule(static) if (n > parallel_threshold)
+#pragma omp parallel for schedule(static) if (n > optimizer_parallel_threshold)
     for (long c = 0; c < chunks; ++c) {
         double ss = 0;
         for (long i = c * norm_chunk; i < std::min(n, (c + 1) * norm_chunk); ++i)
@@ -45,7 +45,7 @@ double clip_grad_norm(std::vector<T>& grads, double max_norm) {
     const double norm = std::sqrt(ss);
     if (max_norm > 0 && std::isfinite(norm) && norm > max_norm) {
         const T scale = static_cast<T>(max_norm / norm);
-#pragma omp parallel for schedule(static) if (n > parallel_threshold)
+#pragma omp parallel for schedule(static) if (n > optimizer_parallel_threshold)
         for (long i = 0; i < n; ++i) grads[i] *= scale;
     }
     return norm;
@@ -71,7 +71,7 @@ void adamw<T>::step(std::vector<T>& params, const std::vector<T>& grads, double 
     const T step_size = static_cast<T>(lr / bc1), inv_sqrt_bc2 = static_cast<T>(1.0 / std::sqrt(bc2));
     const T wd = static_cast<T>(lr * weight_decay_);
     const long n_chunks = static_cast<long>(chunks_.size());
-#pragma omp parallel for schedule(static) if (static_cast <long>(params.size()) > parallel_threshold)
+#pragma omp parallel for schedule(static) if (static_cast <long>(params.size()) > optimizer_parallel_threshold)
     for (long c = 0; c < n_chunks; ++c) {
         const chunk& ch = chunks_[c];
         const T decay = ch.decay ? wd : T(0);

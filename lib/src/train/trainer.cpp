@@ -11,6 +11,7 @@
 #include "attnlab/train/optimizer.hpp"
 #include "attnlab/util/error.hpp"
 #include "attnlab/util/subnormals.hpp"
+#include "attnlab/util/stopwatch.hpp"
 
 namespace attnlab {
 
@@ -58,9 +59,6 @@ struct metrics_accumulator {
 };
 
 using clock_type = std::chrono::steady_clock;
-double seconds_since(clock_type::time_point t0) {
-    return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
 
 }  // namespace
 
