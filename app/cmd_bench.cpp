@@ -45,7 +45,8 @@ void add_bench_train(CLI::App& bench, action& chosen) {
     auto no_torch = std::make_shared<bool>(false);
     cmd->add_option("SPEC", *spec, "Spec whose first run's model, attention, task and batch are timed")
         ->type_name("SPEC");
-    cmd->add_option("--config", *config, "A built-in configuration instead of a spec: quickstart or larger")
+    cmd->add_option("--config", *config,
+                    "A built-in configuration instead of a spec: quickstart, lm (bytes of data/kjv.txt) or larger")
         ->check(one_of(bench_config_names()))
         ->type_name("NAME");
     cmd->add_option("--set", *overrides, "Override a dotted key, e.g. --set attention.numerator=taylor")
@@ -90,7 +91,7 @@ void add_bench_train(CLI::App& bench, action& chosen) {
     cmd->callback([=, &chosen] {
         chosen = [=] {
             if (spec->empty() == config->empty())
-                throw config_error("bench train: give a SPEC or --config quickstart|larger (one of them)");
+                throw config_error("bench train: give a SPEC or --config quickstart|lm|larger (one of them)");
             if (!seq->seq_lens.empty()) {
                 const experiment_spec e =
                     spec->empty() ? parse_spec(bench_config_yaml(*config), "<config " + *config + ">", *overrides)

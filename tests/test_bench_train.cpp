@@ -11,6 +11,7 @@
 #include "attnlab/spec/spec.hpp"
 #include "attnlab/util/subprocess.hpp"
 #include "support/process_support.hpp"
+#include "support/test_data.hpp"
 
 using namespace attnlab;
 using namespace attnlab::test;
@@ -85,7 +86,9 @@ TEST_CASE("run_process: output, exit code and the environment changes of the chi
 TEST_CASE("bench train: built-in configurations parse; bad usage is refused", "[bench][cli]") {
     for (const auto& name : bench_config_names()) {
         INFO(name);
-        const auto spec = parse_spec(bench_config_yaml(name), name);
+        // lm reads data/kjv.txt from the working directory; any text serves here.
+        const std::vector<std::string> sets = {"task.path=" + text_fixture};
+        const auto spec = parse_spec(bench_config_yaml(name), name, name == "lm" ? sets : std::vector<std::string>{});
         CHECK(spec.runs.size() == 1);
     }
     CHECK_THROWS_WITH(bench_config_yaml("huge"), Catch::Contains("unknown configuration 'huge'"));
@@ -117,6 +120,22 @@ TEST_CASE("bench train --no-torch: the attnlab rows, memory and per-op table", "
         mlp_rate = mlp_rate || (l.rfind("mlp ", 0) == 0 && l.back() == '%' && count_of(l, "%") == 2);
     CHECK(mlp_rate);
     CHECK(count_of(r.out, "pytorch") == 0);
+}
+
+TEST_CASE("bench train --config lm: text windows, every position an answer over 256 bytes", "[bench][cli]") {
+    const auto r =
+        run_cli({"bench", "train", "--config", "lm", "--set", "task.path=" + text_fixture, "--set", "model.layers=1",
+                 "--no-torch", "--steps", "1", "--repeats", "1", "--rounds", "1", "--warmup", "0", "--threads", "1"});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("config lm: 1 layers, d_model 64, 2 heads, swiglu mlp, rope positions, "
+                                      "exp/softmax; text batch 32 x seq 128 (4096 answer rows), vocab 256"));
+    // Without the corpus (run elsewhere than the repository's root, or before
+    // scripts/get_corpus): an error naming the path.
+    temp_dir elsewhere;
+    const auto missing = run_cli({"bench", "train", "--config", "lm", "--no-torch"}, elsewhere.path());
+    CHECK(missing.code == 2);
+    CHECK_THAT(missing.err, Catch::Contains("data/kjv.txt"));
 }
 
 TEST_CASE("bench train with the PyTorch side: both rows and their ratio", "[bench][cli][slow]") {

@@ -20,15 +20,13 @@
 #include "attnlab/train/optimizer.hpp"
 #include "attnlab/util/error.hpp"
 #include "attnlab/util/subprocess.hpp"
+#include "attnlab/util/stopwatch.hpp"
 
 namespace attnlab {
 
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-double seconds_since(clock_type::time_point t0) {
-    return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
 
 double median_of(std::vector<double> v) {
     if (v.empty()) return 0;
@@ -67,6 +65,18 @@ base:
   model: {layers: 4, d_model: 256, heads: 4, mlp: swiglu, position: rope}
   attention: {numerator: exp, denominator: softmax}
   train: {steps: 100, batch: 16, lr: 1.0e-3, warmup: 10, weight_decay: 0.1, clip: 1.0}
+)";
+
+// The committed language-model experiments' size (experiments/lm_variants.yaml):
+// bytes of data/kjv.txt (scripts/get_corpus, from the working directory; any
+// text serves, e.g. --set task.path=FILE), every position an answer over 256
+// symbols. Few test windows: the bench times training only.
+const char* const lm_yaml = R"(name: bench-lm
+base:
+  task: {kind: text, path: data/kjv.txt, seq_len: 128, test_examples: 16}
+  model: {layers: 2, d_model: 64, heads: 2, mlp: swiglu, position: rope}
+  attention: {numerator: exp, denominator: softmax}
+  train: {steps: 100, batch: 32, lr: 1.0e-2, warmup: 10, weight_decay: 0.1, clip: 1.0}
 )";
 
 std::string variant_name(const attention_config& a) {
@@ -144,12 +154,13 @@ double probe_at(const std::vector<std::pair<int, double>>& probe, int threads) {
 
 }  // namespace
 
-std::vector<std::string> bench_config_names() { return {"quickstart", "larger"}; }
+std::vector<std::string> bench_config_names() { return {"quickstart", "lm", "larger"}; }
 
 std::string bench_config_yaml(const std::string& name) {
     if (name == "quickstart") return quickstart_yaml;
+    if (name == "lm") return lm_yaml;
     if (name == "larger") return larger_yaml;
-    throw config_error("--config: unknown configuration '" + name + "', expected quickstart or larger");
+    throw config_error("--config: unknown configuration '" + name + "', expected quickstart, lm or larger");
 }
 
 double side_timing::median() const { return median_of(tokens_per_s); }
@@ -355,10 +366,10 @@ std::string format_train_bench(const train_bench_result& r) {
     const run_config& c = r.config;
     std::string s;
     s += fmt::format(
-        "config {}: {} layers, d_model {}, {} heads, {} mlp, {} positions, {}; lookup batch {} x seq {} "
+        "config {}: {} layers, d_model {}, {} heads, {} mlp, {} positions, {}; {} batch {} x seq {} "
         "({} answer rows), vocab {}; {} parameters\n",
         r.label, c.model.layers, c.model.d_model, c.model.heads, to_string(c.model.mlp), to_string(c.model.position),
-        variant_name(c.attention), r.B, r.T, r.answers, r.vocab, r.param_count);
+        variant_name(c.attention), to_string(c.task.kind), r.B, r.T, r.answers, r.vocab, r.param_count);
     s += fmt::format("model FLOPs per training step: {:.3f} GFLOP (forward {:.3f}, backward 2x forward)\n",
                      r.flops.total() / 1e9, r.flops.forward / 1e9);
     s += fmt::format("\n{:<10} {:>7} {:>13} {:>9} {:>9} {:>10} {:>8}\n", "impl", "threads", "tokens/s", "step ms",

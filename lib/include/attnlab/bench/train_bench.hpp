@@ -15,9 +15,11 @@
 
 namespace attnlab {
 
-// Built-in configurations: "quickstart" (2 layers, d_model 64, 2 heads, seq
-// 64, batch 32) and "larger" (4 layers, d_model 256, 4 heads, seq 256, batch
-// 16), both exp/softmax on lookup, as spec text for parse_spec (so --set works).
+// Built-in configurations, exp/softmax, as spec text for parse_spec (so --set
+// works): "quickstart" (2 layers, d_model 64, 2 heads, seq 64, batch 32, on
+// lookup), "lm" (the language-model experiments' size: the same model on
+// bytes of data/kjv.txt, seq 128, batch 32) and "larger" (4 layers, d_model
+// 256, 4 heads, seq 256, batch 16, on lookup).
 std::vector<std::string> bench_config_names();
 std::string bench_config_yaml(const std::string& name);  // throws config_error for an unknown name
 
