@@ -369,6 +369,37 @@ TEST_CASE("vectorised float max_of and first_index_of_max give std::max_element'
     }
 }
 
+TEST_CASE("vectorised float softmax_row: probabilities and log-sum-exp as in double", "[ops]") {
+    rng r(14);
+    // Every length around the 16-lane vector and its tail, logits of spread 1
+    // and 30 (the largest far above the rest: exp underflows for most), and
+    // a row offset by 80 (exp(z) alone would overflow float).
+    for (long n = 1; n <= 70; ++n) {
+        for (double spread : {1.0, 30.0}) {
+            for (double offset : {0.0, 80.0}) {
+                INFO("n " << n << " spread " << spread << " offset " << offset);
+                std::vector<float> z(n), p(n);
+                std::vector<double> zd(n), pd(n);
+                for (long i = 0; i < n; ++i) zd[i] = z[i] = static_cast<float>(offset + spread * r.normal());
+                const float lse = softmax_row(p.data(), z.data(), n);
+                const double lsed = softmax_row(pd.data(), zd.data(), n);
+                CHECK(lse == Approx(lsed).epsilon(1e-6).margin(1e-6));
+                double total = 0;
+                for (long i = 0; i < n; ++i) {
+                    CHECK(p[i] == Approx(pd[i]).epsilon(1e-5).margin(1e-30));
+                    total += p[i];
+                }
+                CHECK(total == Approx(1.0).epsilon(1e-5));
+            }
+        }
+    }
+    // The double version against its definition, and p may be z.
+    std::vector<double> z = {1.0, 2.0, 3.0};
+    const double lse = softmax_row(z.data(), z.data(), 3);
+    CHECK(lse == Approx(std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0))));
+    CHECK(z[2] == Approx(std::exp(3.0 - lse)));
+}
+
 TEST_CASE("vectorised float scaled_sum: w (d + add) elementwise, and its sum as in double", "[ops]") {
     rng r(12);
     for (long n = 1; n <= 70; ++n) {

@@ -13,6 +13,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "attnlab/ops/vector_math.hpp"
 #include "attnlab/util/rng.hpp"
 #include "transformer_detail.hpp"
 
@@ -159,7 +160,7 @@ void transformer<T>::forward_shard(const shard& sh, attention_scratch<T>& scratc
                           ans_tgt_.data() + sh.a0, As, V_);
     for (int a = 0; a < As; ++a) {
         const T* z = logits + static_cast<long>(a) * V_;
-        ans_pred_[sh.a0 + a] = static_cast<std::int32_t>(std::max_element(z, z + V_) - z);
+        ans_pred_[sh.a0 + a] = static_cast<std::int32_t>(first_index_of_max(z, V_));
     }
     lap(op_head);
 }

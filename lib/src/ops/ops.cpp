@@ -379,14 +379,8 @@ T cross_entropy_forward(T* probs, T* losses, const T* logits, const std::int32_t
 #pragma omp parallel for reduction(+ : total) if (static_cast <long>(A) * V > parallel_threshold)
     for (int a = 0; a < A; ++a) {
         const T* z = logits + static_cast<long>(a) * V;
-        T* p = probs + static_cast<long>(a) * V;
-        T mx = -std::numeric_limits<T>::infinity();
-        for (int v = 0; v < V; ++v) mx = z[v] > mx ? z[v] : mx;
-        T sum = 0;
-        for (int v = 0; v < V; ++v) sum += (p[v] = std::exp(z[v] - mx));
-        for (int v = 0; v < V; ++v) p[v] /= sum;
-        // -log softmax(z)_y = log(sum) + mx - z_y, accurate even when p_y underflows.
-        losses[a] = std::log(sum) + mx - z[targets[a]];
+        // -log softmax(z)_y = logsumexp(z) - z_y, accurate even when p_y underflows.
+        losses[a] = softmax_row(probs + static_cast<long>(a) * V, z, V) - z[targets[a]];
         total += losses[a];
     }
     return A > 0 ? static_cast<T>(total / A) : T(0);

@@ -24,6 +24,12 @@ long first_index_of_max(const T* x, long n);
 float scaled_sum(float* out, const float* d, float add, const float* w, long n);
 double scaled_sum(double* out, const double* d, double add, const double* w, long n);
 
+// p = softmax(z) over n >= 1 entries (p may be z). Returns the log-sum-exp
+// log(sum_i exp(z_i - m)) + m with m = max z, so that a cross-entropy
+// -log p_y = lse - z_y stays exact when p_y underflows.
+float softmax_row(float* p, const float* z, long n);
+double softmax_row(double* p, const double* z, long n);
+
 // SwiGLU: out = silu(gate) * up;  backward: dgate += dout up silu'(gate), dup += dout silu(gate)
 // (= instead of += with overwrite).
 void swiglu_rows(float* out, const float* gate, const float* up, long n);
