@@ -1,6 +1,7 @@
 // small_gemm against a product computed entry by entry in double: every
-// shape class the kernel splits into (row blocks of 8 and 4 and the rest,
-// column tiles of 4..1 vectors and the scalar tail), leading dimensions
+// shape class the kernel splits into (row blocks of 8, each in tiles of 1 to
+// 8 rows as the registers allow, column tiles of 4..1 vectors and the scalar
+// tail), leading dimensions
 // wider than the rows, alpha, add, and both bands (entries outside the
 // written range keep their sentinel); each case in every version of the
 // kernel this CPU can run (AVX-512, AVX2, baseline: their tiles differ).
@@ -100,9 +101,9 @@ TEST_CASE("small_gemm: the baseline version can always be chosen, and 0 restores
 
 TEST_CASE("small_gemm: every entry of dense products equals the product in double", "[ops][small_gemm]") {
     for_each_version([] {
-        // N covers 4, 3, 2 and 1 vectors and the scalar tail (a vector: 16, 8 or 4 floats by version); M the 8-
-        // and 4-row blocks.
-        for (int M : {1, 3, 8, 13, 64})
+        // N covers 4, 3, 2 and 1 vectors and the scalar tail (a vector: 16, 8 or 4 floats by version); M every
+        // count of rows in a last block (1..8) and whole blocks.
+        for (int M : {1, 3, 5, 8, 13, 15, 64})
             for (int N : {5, 16, 28, 32, 40, 64, 71})
                 for (int K : {1, 32, 37}) {
                     check_case<float>({M, N, K, {}, {}, false, 1.0}, 1e-5);

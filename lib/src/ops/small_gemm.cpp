@@ -79,51 +79,45 @@ template <class T, bool TA>
         }
 }
 
-// R is known only at run time at the last block of rows: one instantiation
-// per count, up to 16 accumulators (so that they stay in AVX-512 registers).
+// Accumulators a tile may hold: with CV vectors of B and a broadcast of A
+// they must fit the registers, 32 with AVX-512, 16 with AVX2 and the
+// baseline (a 4 x 4 tile there spilt to the stack on every k).
+template <int VB>
+constexpr int accumulator_budget = VB == 64 ? 16 : 12;
+
+// A tile of exactly `rows` rows (1..8), dispatched to its instantiation.
+template <class T, int VB, bool TA, int CV>
+[[gnu::always_inline]] inline void tile_of(int rows, T* C, int ldc, const T* A, int lda, const T* B, int ldb, int k0,
+                                           int k1, T alpha, bool add) {
+    constexpr int budget = accumulator_budget<VB>;
+    switch (rows) {
+#define ATTNLAB_TILE_CASE(R)                                                                                \
+    case R:                                                                                                 \
+        if constexpr (R * CV <= budget) tile<T, VB, TA, R, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); \
+        return;
+        ATTNLAB_TILE_CASE(8)
+        ATTNLAB_TILE_CASE(7)
+        ATTNLAB_TILE_CASE(6)
+        ATTNLAB_TILE_CASE(5)
+        ATTNLAB_TILE_CASE(4)
+        ATTNLAB_TILE_CASE(3)
+        ATTNLAB_TILE_CASE(2)
+        ATTNLAB_TILE_CASE(1)
+#undef ATTNLAB_TILE_CASE
+        default: return;
+    }
+}
+
+// A block of up to 8 rows (known only at run time at the last block), in
+// tiles of as many rows as the accumulator budget allows for CV vectors.
 template <class T, int VB, bool TA, int CV>
 [[gnu::always_inline]] inline void tile_rows(int rows, T* C, int ldc, const T* A, int lda, const T* B, int ldb, int k0,
                                              int k1, T alpha, bool add) {
-    switch (rows) {
-        case 8:
-            if constexpr (8 * CV <= 16) {
-                tile<T, VB, TA, 8, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add);
-                return;
-            }
-            break;
-        case 7:
-            if constexpr (7 * CV <= 16) {
-                tile<T, VB, TA, 7, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add);
-                return;
-            }
-            break;
-        case 6:
-            if constexpr (6 * CV <= 16) {
-                tile<T, VB, TA, 6, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add);
-                return;
-            }
-            break;
-        case 5:
-            if constexpr (5 * CV <= 16) {
-                tile<T, VB, TA, 5, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add);
-                return;
-            }
-            break;
-        case 4: tile<T, VB, TA, 4, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return;
-        case 3: tile<T, VB, TA, 3, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return;
-        case 2: tile<T, VB, TA, 2, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return;
-        case 1: tile<T, VB, TA, 1, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add); return;
-        default: break;
-    }
-    // more rows than 16 accumulators allow (5..8 rows of 3 or 4 vectors): 4 rows, then the rest
-    const long a_step = TA ? 4 : 4L * lda;
-    tile<T, VB, TA, 4, CV>(C, ldc, A, lda, B, ldb, k0, k1, alpha, add);
-    switch (rows - 4) {
-        case 4: tile<T, VB, TA, 4, CV>(C + 4L * ldc, ldc, A + a_step, lda, B, ldb, k0, k1, alpha, add); break;
-        case 3: tile<T, VB, TA, 3, CV>(C + 4L * ldc, ldc, A + a_step, lda, B, ldb, k0, k1, alpha, add); break;
-        case 2: tile<T, VB, TA, 2, CV>(C + 4L * ldc, ldc, A + a_step, lda, B, ldb, k0, k1, alpha, add); break;
-        case 1: tile<T, VB, TA, 1, CV>(C + 4L * ldc, ldc, A + a_step, lda, B, ldb, k0, k1, alpha, add); break;
-        default: break;
+    constexpr int max_rows = std::min(8, accumulator_budget<VB> / CV);
+    for (int r0 = 0; r0 < rows; r0 += max_rows) {
+        const long a_step = TA ? r0 : static_cast<long>(r0) * lda;
+        tile_of<T, VB, TA, CV>(std::min(max_rows, rows - r0), C + static_cast<long>(r0) * ldc, ldc, A + a_step, lda, B,
+                               ldb, k0, k1, alpha, add);
     }
 }
 
@@ -131,8 +125,7 @@ template <class T, int VB, bool TA>
 [[gnu::always_inline]] inline void small_gemm_impl(T* C, int ldc, const T* A, int lda, const T* B, int ldb, int M,
                                                    int N, int K, T alpha, bool add, row_band k_band, row_band n_band) {
     constexpr int L = vec<T, VB>::lanes;
-    // Blocks of 8 rows: a tile of 8 rows of up to 2 vectors, or two of 4
-    // rows of 3 or 4 vectors (at most 16 accumulators).
+    // Blocks of 8 rows, each in tiles within the accumulator budget.
     constexpr int block = 8;
     // Panels of 4 vectors of columns outside, row blocks inside: the panel of
     // B (K, 4 lanes) stays in L1 while the rows of A pass.

@@ -1,6 +1,8 @@
-// Hot loops compiled once per instruction set (AVX-512, AVX2, the x86-64
-// baseline) and picked by the CPU the program runs on, so that the portable
-// build still uses the CPU's widest vectors. Off under AddressSanitizer and
+// Hot loops compiled once per instruction set (AVX-512, AVX2 with FMA, the
+// x86-64 baseline) and picked by the CPU the program runs on, so that the
+// portable build still uses the CPU's widest vectors. The AVX2 version is
+// x86-64-v3 (AVX2, FMA and their peers): GCC's plain "avx2" target has no
+// fused multiply-add, and a product then takes a multiply and an add. Off under AddressSanitizer and
 // other compilers (one baseline version).
 //
 // ATTNLAB_CLONES: GCC's target_clones, the same source compiled for each
@@ -16,7 +18,7 @@
 #include <atomic>
 
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define ATTNLAB_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define ATTNLAB_CLONES __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
 
 namespace attnlab::detail {
 // The widest vector registers of this CPU in bytes, by the test GCC's
@@ -24,7 +26,7 @@ namespace attnlab::detail {
 inline int cpu_vector_bytes() {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) return 64;
-    if (__builtin_cpu_supports("avx2")) return 32;
+    if (__builtin_cpu_supports("x86-64-v3")) return 32;
     return 16;
 }
 // The version ATTNLAB_VERSIONS runs: the CPU's widest, or a narrower one a
@@ -37,27 +39,27 @@ inline int vector_bytes_in_use() {
 }
 }  // namespace attnlab::detail
 
-#define ATTNLAB_VERSIONS(NAME, CALL, PARAMS, ARGS)                 \
-    [[gnu::target("avx512f")]] static void NAME##_avx512f PARAMS { \
-        constexpr int bytes = 64;                                  \
-        CALL ARGS;                                                 \
-    }                                                              \
-    [[gnu::target("avx2")]] static void NAME##_avx2 PARAMS {       \
-        constexpr int bytes = 32;                                  \
-        CALL ARGS;                                                 \
-    }                                                              \
-    static void NAME##_baseline PARAMS {                           \
-        constexpr int bytes = 16;                                  \
-        CALL ARGS;                                                 \
-    }                                                              \
-    static void NAME PARAMS {                                      \
-        const int bytes = detail::vector_bytes_in_use();           \
-        if (bytes == 64)                                           \
-            NAME##_avx512f ARGS;                                   \
-        else if (bytes == 32)                                      \
-            NAME##_avx2 ARGS;                                      \
-        else                                                       \
-            NAME##_baseline ARGS;                                  \
+#define ATTNLAB_VERSIONS(NAME, CALL, PARAMS, ARGS)                     \
+    [[gnu::target("avx512f")]] static void NAME##_avx512f PARAMS {     \
+        constexpr int bytes = 64;                                      \
+        CALL ARGS;                                                     \
+    }                                                                  \
+    [[gnu::target("arch=x86-64-v3")]] static void NAME##_avx2 PARAMS { \
+        constexpr int bytes = 32;                                      \
+        CALL ARGS;                                                     \
+    }                                                                  \
+    static void NAME##_baseline PARAMS {                               \
+        constexpr int bytes = 16;                                      \
+        CALL ARGS;                                                     \
+    }                                                                  \
+    static void NAME PARAMS {                                          \
+        const int bytes = detail::vector_bytes_in_use();               \
+        if (bytes == 64)                                               \
+            NAME##_avx512f ARGS;                                       \
+        else if (bytes == 32)                                          \
+            NAME##_avx2 ARGS;                                          \
+        else                                                           \
+            NAME##_baseline ARGS;                                      \
     }
 #else
 #define ATTNLAB_CLONES

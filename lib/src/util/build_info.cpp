@@ -13,7 +13,7 @@ std::string kernel_isa() {
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) return "avx512f";
-    if (__builtin_cpu_supports("avx2")) return "avx2";
+    if (__builtin_cpu_supports("x86-64-v3")) return "avx2+fma";  // before: "avx2", without FMA
 #endif
     return "baseline";
 }
