@@ -21,6 +21,11 @@ TEST_CASE("whole micro model: analytic gradient = central differences", "[model]
     CHECK(whole_model_gradient_error(micro_model(mlp, pos), a) <= gradcheck_bound);
 }
 
+TEST_CASE("whole micro model, every position an answer: analytic gradient = central differences", "[model][grad]") {
+    attention_config a;  // exp / softmax
+    CHECK(whole_model_gradient_error(micro_model(mlp_kind::swiglu, position_kind::rope), a, true) <= gradcheck_bound);
+}
+
 TEST_CASE("parameter layout follows docs/model.md names and shapes", "[model]") {
     transformer<float> model(small_model(2, 16, mlp_kind::swiglu, position_kind::learned), attention_config{}, 11, 9);
     const auto& L = model.layout();

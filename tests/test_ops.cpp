@@ -243,6 +243,19 @@ TEST_CASE("cross-entropy: gradient of the mean loss over answer rows", "[ops][gr
     c.run();
 }
 
+TEST_CASE("cross-entropy backward: overwrite writes what add adds onto zeros", "[ops]") {
+    const int A = 2, V = 19;
+    rng r(16);
+    vec logits = random_vector(A * V, r, 2.0), probs(A * V), losses(A);
+    const std::vector<std::int32_t> tgt = {7, 18};
+    cross_entropy_forward(probs.data(), losses.data(), logits.data(), tgt.data(), A, V);
+    vec added(A * V, 0.0), written(A * V, 123.0);  // written starts as garbage
+    cross_entropy_backward(added.data(), probs.data(), tgt.data(), 0.5, A, V);
+    cross_entropy_backward(written.data(), probs.data(), tgt.data(), 0.5, A, V, grad_write::overwrite);
+    CHECK(written == added);
+    CHECK(added[7] < 0.0);  // the target's entry: (p - 1) / 2
+}
+
 TEST_CASE("sigmoid: gradient of the input", "[ops][grad]") {
     rng r(15);
     vec x = random_vector(10, r, 2.0);

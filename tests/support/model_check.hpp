@@ -19,10 +19,14 @@ namespace attnlab::test {
 // first draw for the other variants: non-negative kernels only reach z_t = 0
 // together with u_t = 0, except score kernels without a constant term, whose
 // weights vanish at s = 0 alone: they are conditioned like signed ones).
-inline double whole_model_gradient_error(const model_config& m, const attention_config& a) {
+// every_row: every position has a target (language modelling), the head's
+// path without the answer-row copies.
+inline double whole_model_gradient_error(const model_config& m, const attention_config& a, bool every_row = false) {
     const int V = 7, B = 2, T = 5;
     const std::vector<std::int32_t> tokens = {1, 3, 0, 6, 2, 5, 5, 1, 4, 0};
-    const std::vector<std::int32_t> targets = {no_target, 2, no_target, 4, 6, 0, no_target, 3, 3, 1};
+    const std::vector<std::int32_t> targets =
+        every_row ? std::vector<std::int32_t>{3, 2, 5, 4, 6, 0, 1, 3, 3, 1}
+                  : std::vector<std::int32_t>{no_target, 2, no_target, 4, 6, 0, no_target, 3, 3, 1};
     transformer<double> model(m, a, V, T);
     const bool signed_kernel = signed_weights(a) || vanishing_score_weights(a);
     bool conditioned = false;

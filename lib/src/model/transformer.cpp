@@ -151,10 +151,8 @@ void transformer<T>::forward_shard(const shard& sh, attention_scratch<T>& scratc
 
     // head and loss on this shard's answer rows [a0, a1)
     const int As = sh.a1 - sh.a0;
-    T* lnf_ans = lnf_ans_.data() + static_cast<long>(sh.a0) * C;
+    const T* lnf_ans = answer_norm_rows(sh);  // (As, C)
     T* logits = logits_.data() + static_cast<long>(sh.a0) * V_;
-    for (int a = 0; a < As; ++a)
-        std::copy_n(lnf_.data() + static_cast<long>(ans_rows_[sh.a0 + a]) * C, C, lnf_ans + static_cast<long>(a) * C);
     linear_forward(logits, lnf_ans, p(off_.head), (const T*)nullptr, As, C, V_, pt(off_.head));
     cross_entropy_forward(probs_.data() + static_cast<long>(sh.a0) * V_, losses_.data() + sh.a0, logits,
                           ans_tgt_.data() + sh.a0, As, V_);
@@ -163,6 +161,16 @@ void transformer<T>::forward_shard(const shard& sh, attention_scratch<T>& scratc
         ans_pred_[sh.a0 + a] = static_cast<std::int32_t>(first_index_of_max(z, V_));
     }
     lap(op_head);
+}
+
+template <class T>
+const T* transformer<T>::answer_norm_rows(const shard& sh) {
+    if (every_row_answers()) return lnf_.data() + static_cast<long>(sh.a0) * C_;
+    T* lnf_ans = lnf_ans_.data() + static_cast<long>(sh.a0) * C_;
+    for (int a = 0; a < sh.a1 - sh.a0; ++a)
+        std::copy_n(lnf_.data() + static_cast<long>(ans_rows_[sh.a0 + a]) * C_, C_,
+                    lnf_ans + static_cast<long>(a) * C_);
+    return lnf_ans;
 }
 
 template <class T>
@@ -229,16 +237,21 @@ void transformer<T>::backward_shard(const shard& sh, T* grad, attention_scratch<
 
     // head and final norm: the loss is the mean over all A answer rows
     T* dlogits = dlogits_.data() + static_cast<long>(sh.a0) * V_;
-    T* dlnf_ans = dlnf_ans_.data() + static_cast<long>(sh.a0) * C;
-    zero(dlogits, static_cast<std::size_t>(As) * V_);
     if (As > 0)
         cross_entropy_backward(dlogits, probs_.data() + static_cast<long>(sh.a0) * V_, ans_tgt_.data() + sh.a0,
-                               T(1) / A, As, V_);
-    linear_backward(dlnf_ans, G(off_.head), (T*)nullptr, dlogits, lnf_ans_.data() + static_cast<long>(sh.a0) * C,
-                    p(off_.head), As, C, V_, grad_write::overwrite);
-    zero(dln, NC);
-    for (int a = 0; a < As; ++a)
-        std::copy_n(dlnf_ans + static_cast<long>(a) * C, C, dln_.data() + static_cast<long>(ans_rows_[sh.a0 + a]) * C);
+                               T(1) / A, As, V_, grad_write::overwrite);
+    if (every_row_answers()) {  // answer a is row a: dln directly, and lnf_ the forward read
+        linear_backward(dln, G(off_.head), (T*)nullptr, dlogits, lnf_.data() + rc, p(off_.head), As, C, V_,
+                        grad_write::overwrite);
+    } else {
+        T* dlnf_ans = dlnf_ans_.data() + static_cast<long>(sh.a0) * C;
+        linear_backward(dlnf_ans, G(off_.head), (T*)nullptr, dlogits, lnf_ans_.data() + static_cast<long>(sh.a0) * C,
+                        p(off_.head), As, C, V_, grad_write::overwrite);
+        zero(dln, NC);
+        for (int a = 0; a < As; ++a)
+            std::copy_n(dlnf_ans + static_cast<long>(a) * C, C,
+                        dln_.data() + static_cast<long>(ans_rows_[sh.a0 + a]) * C);
+    }
     lap(op_head);
     zero(dres, NC);
     rmsnorm_backward(dres, G(off_.norm), dln, x_[m_.layers].data() + rc, rstdf_.data() + n0, p(off_.norm), N, C);

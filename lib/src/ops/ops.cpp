@@ -387,12 +387,16 @@ T cross_entropy_forward(T* probs, T* losses, const T* logits, const std::int32_t
 }
 
 template <class T>
-void cross_entropy_backward(T* dlogits, const T* probs, const std::int32_t* targets, T scale, int A, int V) {
+void cross_entropy_backward(T* dlogits, const T* probs, const std::int32_t* targets, T scale, int A, int V,
+                            grad_write write) {
 #pragma omp parallel for if (static_cast <long>(A) * V > parallel_threshold)
     for (int a = 0; a < A; ++a) {
         const T* p = probs + static_cast<long>(a) * V;
         T* d = dlogits + static_cast<long>(a) * V;
-        for (int v = 0; v < V; ++v) d[v] += scale * p[v];
+        if (write == grad_write::overwrite)  // never reads what the buffer held
+            for (int v = 0; v < V; ++v) d[v] = scale * p[v];
+        else
+            for (int v = 0; v < V; ++v) d[v] += scale * p[v];
         d[targets[a]] -= scale;
     }
 }
@@ -423,7 +427,7 @@ void cross_entropy_backward(T* dlogits, const T* probs, const std::int32_t* targ
     template void sigmoid_backward<T>(T*, const T*, const T*, long);                                       \
     template void add_inplace<T>(T*, const T*, long);                                                      \
     template T cross_entropy_forward<T>(T*, T*, const T*, const std::int32_t*, int, int);                  \
-    template void cross_entropy_backward<T>(T*, const T*, const std::int32_t*, T, int, int);
+    template void cross_entropy_backward<T>(T*, const T*, const std::int32_t*, T, int, int, grad_write);
 
 ATTNLAB_INSTANTIATE_OPS(float)
 ATTNLAB_INSTANTIATE_OPS(double)

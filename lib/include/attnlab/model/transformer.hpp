@@ -139,6 +139,7 @@ private:
 
     // ---- the maths of one shard (transformer.cpp)
     void forward_shard(const shard& sh, attention_scratch<T>& scratch, bool timed);
+    const T* answer_norm_rows(const shard& sh);  // (a1 - a0, C): the shard's answer rows of lnf_
     void backward_shard(const shard& sh, T* grad, attention_scratch<T>& scratch, bool timed);
 
     enum op_kind { op_embed, op_norm, op_qkv, op_attention, op_out_proj, op_mlp, op_head, op_kinds };
@@ -166,6 +167,9 @@ private:
     void transpose_weights();
     T* g(std::size_t off) { return grads.data() + off; }
     bool uses_rope() const { return m_.position == position_kind::rope; }
+    // Every row is an answer (language modelling): answer a is row a, and the
+    // head reads lnf_ and writes dln_ in place of their answer-row copies.
+    bool every_row_answers() const { return static_cast<long>(ans_rows_.size()) == static_cast<long>(B_) * T_; }
     attention_inputs<T> attention_inputs_of(int layer) const;
     // qkv (N, 3C) of a shard's Bs sequences: the q, k, v product of ln1, through
     // the short convolution when the model has one (its input kept in qkv_in).

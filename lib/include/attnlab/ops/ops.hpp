@@ -122,8 +122,9 @@ void add_inplace(T* out, const T* inp, long n);
 // caches; returns the mean loss over the A rows.
 template <class T>
 T cross_entropy_forward(T* probs, T* losses, const T* logits, const std::int32_t* targets, int A, int V);
-// dlogits (A, V) += scale * (probs - onehot(target)); scale is dloss per row (1/A for a mean).
+// dlogits (A, V) += scale * (probs - onehot(target)) (= with overwrite); scale is dloss per row (1/A for a mean).
 template <class T>
-void cross_entropy_backward(T* dlogits, const T* probs, const std::int32_t* targets, T scale, int A, int V);
+void cross_entropy_backward(T* dlogits, const T* probs, const std::int32_t* targets, T scale, int A, int V,
+                            grad_write write = grad_write::add);
 
 }  // namespace attnlab
