@@ -2,8 +2,8 @@
 // x86-64 baseline) and picked by the CPU the program runs on, so that the
 // portable build still uses the CPU's widest vectors. The AVX2 version is
 // x86-64-v3 (AVX2, FMA and their peers): GCC's plain "avx2" target has no
-// fused multiply-add, and a product then takes a multiply and an add. Off under AddressSanitizer and
-// other compilers (one baseline version).
+// fused multiply-add, and a product then takes a multiply and an add. Off
+// under AddressSanitizer and other compilers (one baseline version).
 //
 // ATTNLAB_CLONES: GCC's target_clones, the same source compiled for each
 //   set and resolved when the program loads.
