@@ -3,7 +3,9 @@
 // on and off; equality with the quadratic form to 1e-9 in double (outputs
 // and every gradient) across chunk lengths; the same bits twice; a model
 // trained a few steps in both forms; the spec's refusals and config.yaml;
-// the cost model's choice. The variant lists come from the variant table.
+// the cost model's choice. The quadratic form's weights kept by the forward
+// give the same bits as weights the backward recomputes. The variant lists
+// come from the variant table.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -88,12 +90,13 @@ std::vector<T> cast(const vec& x) {
     return std::vector<T>(x.begin(), x.end());
 }
 
+// T_cap: the length the cache is sized for (default x.T).
 template <class T>
-layer_run<T> run_layer(const attention_config& cfg, const chunk_layer_inputs& x) {
+layer_run<T> run_layer(const attention_config& cfg, const chunk_layer_inputs& x, int T_cap = 0) {
     const std::size_t N = static_cast<std::size_t>(x.B) * x.T, C = static_cast<std::size_t>(x.NH) * x.HS;
     attention_layer<T> att(cfg, x.NH, x.HS);
     attention_cache<T> cache;
-    att.init_cache(cache, x.B, x.T);
+    att.init_cache(cache, x.B, T_cap > 0 ? T_cap : x.T);
     const std::vector<T> q = cast<T>(x.q), k = cast<T>(x.k), v = cast<T>(x.v), g_in = cast<T>(x.g_in),
                          g_out = cast<T>(x.g_out), params = cast<T>(x.params), dout = cast<T>(x.dout);
     attention_inputs<T> in;
@@ -230,14 +233,45 @@ TEST_CASE("chunked = quadratic across the quadratic form's row blocks and chunks
     }
 }
 
+namespace {
+
+bool same_bits(const std::vector<float>& u, const std::vector<float>& w) {
+    return u.size() == w.size() && std::memcmp(u.data(), w.data(), u.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("quadratic form: the forward's kept weights give the same bits as weights the backward recomputes",
+          "[attention]") {
+    // The gradient checks run at small T, where the cache keeps the weights;
+    // a cache sized for a long T_cap keeps none, so the backward recomputes.
+    const int T = 2 * attention_scratch<float>::block_rows + 5, long_T = 2049;
+    std::vector<attention_config> cases = each_numerator_with_a_denominator(2);
+    attention_config clamped = variant_config(numerator_kind::exp, denominator_kind::norm, 2);
+    clamped.clamp = 0.5;
+    cases.push_back(clamped);
+    for (const attention_config& base : cases) {
+        const attention_config a = in_form(gated(base), parallel_form::quadratic, 64);
+        INFO(describe(a));
+        REQUIRE(keeps_weights(a, 1, T, 2, 4));
+        REQUIRE_FALSE(keeps_weights(a, 1, long_T, 2, 4));
+        const chunk_layer_inputs x = random_inputs(1, T, 2, 4, traits_of(a.denominator).out_norm_params * 4, 3);
+        const layer_run<float> kept = run_layer<float>(a, x), recomputed = run_layer<float>(a, x, long_T);
+        CHECK(same_bits(kept.out, recomputed.out));
+        CHECK(same_bits(kept.dq, recomputed.dq));
+        CHECK(same_bits(kept.dk, recomputed.dk));
+        CHECK(same_bits(kept.dv, recomputed.dv));
+        CHECK(same_bits(kept.din, recomputed.din));
+        CHECK(same_bits(kept.dout_gate, recomputed.dout_gate));
+        CHECK(same_bits(kept.dparams, recomputed.dparams));
+    }
+}
+
 TEST_CASE("chunked form: the same bits twice with the same threads", "[attention][chunked]") {
     attention_config a = gated(variant_config(numerator_kind::taylor, denominator_kind::softmax, 2));
     a = in_form(a, parallel_form::chunked, 32);
     const chunk_layer_inputs x = random_inputs(4, 150, 2, 8, 0, 9);
     const layer_run<float> first = run_layer<float>(a, x), second = run_layer<float>(a, x);
-    auto same_bits = [](const std::vector<float>& u, const std::vector<float>& w) {
-        return u.size() == w.size() && std::memcmp(u.data(), w.data(), u.size() * sizeof(float)) == 0;
-    };
     CHECK(same_bits(first.out, second.out));
     CHECK(same_bits(first.dq, second.dq));
     CHECK(same_bits(first.dk, second.dk));
@@ -380,7 +414,9 @@ TEST_CASE("memory estimate: the chunked form's per-thread scratch, counted by ha
     // the (64, T) score block is larger than a (4, 4) chunk's.
     const std::size_t F = 45;
     CHECK(chunked.per_thread - quadratic.per_thread == (3 * 4 * F + 2 * F * 8 + 2 * F) * 4);
-    CHECK(chunked.attention == quadratic.attention);  // no state kept for the backward
+    // No state kept for the backward; the quadratic form keeps its weights and scores, (B NH, T, T) each.
+    const std::size_t T = static_cast<std::size_t>(c.task.seq_len);
+    CHECK(quadratic.attention - chunked.attention == 2 * (4 * 2) * T * T * 4);
 }
 
 TEST_CASE("bench --seq-lens: the crossover length interpolates where chunked meets quadratic", "[bench][chunked]") {

@@ -64,12 +64,13 @@ TEST_CASE("bench train: the FLOPs split by op, by hand, under the model's op nam
 TEST_CASE("bench train: memory a step needs, by hand", "[bench]") {
     // Parameters: embed 5x4, attn_norm 4, q k v o 4x16, norm 4, head 5x4 = 112 floats.
     // Activations (N = 6 rows, C = 4): block input, norm + rstd, q, k, v, u = 6*24 + 6;
-    // z (N x NH) 12; attention output 24; final stream + norm rstd 24 + 6; answers 4 x (C + V) 36.
+    // z (N x NH) 12; attention output 24; final stream + norm rstd 24 + 6; answers 4 x (C + V) 36;
+    // the forward's attention weights and scores, kept: 2 x (B NH = 4 pairs) x 3x3 = 72.
     const memory_need m = training_memory_need(tiny(), 5, 2, 3, 4);
     CHECK(m.params == 112 * 4);
     CHECK(m.grads == 112 * 4);
     CHECK(m.optimizer == 2 * 112 * 4);
-    CHECK(m.activations == (150 + 12 + 24 + 30 + 36) * 4);
+    CHECK(m.activations == (150 + 12 + 24 + 30 + 36 + 72) * 4);
 }
 
 TEST_CASE("run_process: output, exit code and the environment changes of the child", "[bench]") {

@@ -75,8 +75,9 @@ TEST_CASE("memory estimate: every term equals a hand count for a small config", 
     // logits probs 2 x 32x16; losses 32 (floats) + ans_rows, ans_tgt, ans_pred 3 x 32 (int32)
     const std::size_t layer = 544 + 1536 + 1024 + 544 + 3072 + 1536;
     CHECK(e.activations == (1024 + layer + 544 + 512 + 1024 + 32) * 4 + 3 * 32 * 4);
-    // 8 (b, h) pairs: wsum 8x8, numer 8x8x8, min_abs 8 floats; nonpositive 8 longs
-    CHECK(e.attention == (64 + 512 + 8) * 4 + 8 * sizeof(long));
+    // 8 (b, h) pairs: wsum 8x8, numer 8x8x8, min_abs 8 floats, the forward's weights and scores
+    // (kept at this size) 2 x 8x8x8; nonpositive 8 longs
+    CHECK(e.attention == (64 + 512 + 8 + 2 * 512) * 4 + 8 * sizeof(long));
     // dres dln dq dk dv datt 6 x 512, dqkv 3 x 512, dfc_gate_up 2 x 1536 and dact 1536, dg_* 3 x 64,
     // dlnf_ans 512, dlogits 512, rope cos/sin 2 x 8x4 (floats); test set 16x8, validation set 16x8
     // (val_examples defaults to test_examples), batch 4x8 (tokens and targets, int32); the gradient
@@ -94,19 +95,19 @@ TEST_CASE("memory estimate: every term equals a hand count for a small config", 
     CHECK(estimate_training_memory(c, 8).per_thread == 4 * e.per_thread + 3 * P * 4);
     CHECK(e.total() == e.params + e.grads + e.optimizer + e.activations + e.attention + e.scratch + e.per_thread);
 
-    // What the variant adds: feature maps keep phi(q), phi(k); gates a value per head and row.
+    // What the variant adds: feature maps keep phi(q), phi(k) (and no scores); gates a value per head and row.
     run_config f = c;
     f.attention.numerator = numerator_kind::elu1;
-    CHECK(estimate_training_memory(f, 1).attention == e.attention + 2 * 8 * 8 * 8 * 4);
+    CHECK(estimate_training_memory(f, 1).attention == e.attention + 2 * 8 * 8 * 8 * 4 - 8 * 8 * 8 * 4);
     run_config g = c;
     g.attention.in_gate = true;
     g.attention.out_gate = true;
     CHECK(estimate_training_memory(g, 1).activations == e.activations + 2 * 32 * 2 * 4);
-    // Twice the sequence: twice the cache and the per-thread blocks.
+    // Twice the sequence: twice the cache and the per-thread blocks, four times the kept weights and scores.
     run_config t = c;
     t.task.seq_len = 16;
     const memory_estimate e16 = estimate_training_memory(t, 1);
-    CHECK(e16.attention == (128 + 1024 + 8) * 4 + 8 * sizeof(long));
+    CHECK(e16.attention == (128 + 1024 + 8 + 2 * 8 * 16 * 16) * 4 + 8 * sizeof(long));
     CHECK(e16.per_thread == (3 * 64 * 16 + 7 * 16 * 8 + 16 + 8) * 4);
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "attnlab/ops/ops.hpp"
@@ -380,6 +381,32 @@ TEST_CASE("vectorised float max_of and first_index_of_max give std::max_element'
             CHECK(first_index_of_max(x.data(), n) == it - x.begin());
         }
     }
+}
+
+TEST_CASE("vectorised float sum_of: the sum as in double, the same bits at every alignment", "[ops]") {
+    rng r(15);
+    std::vector<float> storage(70 + 16);
+    for (long n = 1; n <= 70; ++n) {
+        INFO("n " << n);
+        std::vector<float> x(n);
+        double want = 0, scale = 0;
+        for (auto& v : x) {
+            v = static_cast<float>(r.normal());
+            want += v;
+            scale += std::abs(v);
+        }
+        const float got = sum_of(x.data(), n);
+        CHECK(std::abs(got - want) <= 1e-6 * scale);
+        // Copies of x starting at each float of a 64-byte line: Eigen's
+        // sum() would start its vectors at the first aligned one.
+        for (int shift = 0; shift < 16; ++shift) {
+            std::copy(x.begin(), x.end(), storage.begin() + shift);
+            const float moved = sum_of(storage.data() + shift, n);
+            CHECK(std::memcmp(&moved, &got, sizeof got) == 0);
+        }
+    }
+    const std::vector<double> xd = {0.5, 1.25, -3.0};
+    CHECK(sum_of(xd.data(), 3) == -1.25);
 }
 
 TEST_CASE("vectorised float softmax_row: probabilities and log-sum-exp as in double", "[ops]") {

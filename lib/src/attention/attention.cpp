@@ -20,6 +20,7 @@
 #include <string>
 
 #include "attnlab/ops/small_gemm.hpp"
+#include "attnlab/ops/vector_math.hpp"
 #include "attnlab/util/shapes.hpp"
 
 namespace attnlab {
@@ -30,7 +31,18 @@ constexpr long attention_parallel_threshold = 1L << 16;
 long attention_work(int B, int NH, int Tn, int HS) { return static_cast<long>(B) * NH * Tn * Tn * HS; }
 // Row r of a block of rows [t0, ..) against keys [k0, ..) sees keys < t0 - k0 + r + 1.
 row_band causal_keys(int t0, int k0) { return {INT_MIN / 2, t0 - k0 + 1}; }
+// Pair bh's (T_cap, T_cap) share of a kept buffer of the cache, or null when it keeps none.
+template <class T>
+T* kept_pair(std::vector<T>& kept, const attention_cache<T>& cache, int bh) {
+    return kept.empty() ? nullptr : kept.data() + static_cast<size_t>(bh) * cache.T_cap * cache.T_cap;
+}
 }  // namespace
+
+bool keeps_weights(const attention_config& cfg, int B, int T_cap, int NH, int HS) {
+    const size_t pairs = static_cast<size_t>(B) * NH, tt = static_cast<size_t>(T_cap) * T_cap;
+    return choose_form(cfg, T_cap, HS) == parallel_form::quadratic && tt <= kept_weights_limit &&
+           pairs * tt <= kept_weights_limit;
+}
 
 attention_cache_size attention_cache_size_of(const attention_config& cfg, int B, int T_cap, int NH, int HS) {
     const size_t bh = static_cast<size_t>(B) * NH, th = static_cast<size_t>(T_cap) * HS;
@@ -40,6 +52,10 @@ attention_cache_size attention_cache_size_of(const attention_config& cfg, int B,
     if (traits_of(cfg.numerator).family == numerator_family::feature_map) n.features = bh * th;
     n.dparams = bh * static_cast<size_t>(traits_of(cfg.denominator).out_norm_params) * HS;
     n.pairs = bh;
+    if (keeps_weights(cfg, B, T_cap, NH, HS)) {
+        n.weights = bh * T_cap * T_cap;
+        if (traits_of(cfg.numerator).family != numerator_family::feature_map) n.scores = n.weights;
+    }
     return n;
 }
 
@@ -72,6 +88,8 @@ void attention_cache<T>::resize(int B_, int T_, int NH_, int HS_, const attentio
     dparams.assign(n.dparams, T(0));
     nonpositive_wsum.assign(n.pairs, 0);
     min_abs_wsum.assign(n.pairs, std::numeric_limits<T>::infinity());
+    kept_weights.assign(n.weights, T(0));
+    kept_scores.assign(n.scores, T(0));
 }
 
 template <class T>
@@ -141,13 +159,18 @@ void attention_layer<T>::keys_transposed(attention_scratch<T>& scratch, const T*
 }
 
 template <class T>
-void attention_layer<T>::weight_block(attention_scratch<T>& scratch, const T* q, const T* fq, int Tn, int t0, int t1,
-                                      int k0) const {
+typename attention_layer<T>::block_weights attention_layer<T>::scratch_block(attention_scratch<T>& scratch) const {
+    return {scratch.S.data(), scratch.W.data(), false};
+}
+
+template <class T>
+void attention_layer<T>::weight_block(block_weights b, const attention_scratch<T>& scratch, const T* q, const T* fq,
+                                      int Tn, int t0, int t1, int k0) const {
     const int C = NH_ * HS_, rows = t1 - t0, keys = t1 - k0;
     const row_band causal = causal_keys(t0, k0);
-    matrix_map<T> W(scratch.W.data(), rows, keys);  // (rows, keys)
+    matrix_map<T> W(b.W, rows, keys);  // (rows, keys)
     if (kernel_) {
-        matrix_map<T> S(scratch.S.data(), rows, keys);  // (rows, keys) = scale Q K^T
+        matrix_map<T> S(b.S, rows, keys);  // (rows, keys) = scale Q K^T
         small_gemm(S.data(), keys, q + static_cast<long>(t0) * C, C, scratch.Kt.data() + k0, Tn, rows, keys, HS_,
                    scale_, false, {}, causal);
         for (int r = 0; r < rows; ++r) {
@@ -165,23 +188,28 @@ void attention_layer<T>::weight_block(attention_scratch<T>& scratch, const T* q,
 }
 
 template <class T>
-void attention_layer<T>::block_numerator(T* u, T* z, attention_scratch<T>& scratch, const T* q, const T* fq, int Tn,
-                                         int t0, int t1, int k0) const {
+void attention_layer<T>::block_numerator(T* u, T* z, attention_scratch<T>& scratch, block_weights b, const T* q,
+                                         const T* fq, int Tn, int t0, int t1, int k0) const {
     const int HS = HS_, rows = t1 - t0, keys = t1 - k0;
-    weight_block(scratch, q, fq, Tn, t0, t1, k0);
-    const_matrix_map<T> W(scratch.W.data(), rows, keys);  // (rows, keys), zero above the diagonal
+    weight_block(b, scratch, q, fq, Tn, t0, t1, k0);
+    const_matrix_map<T> W(b.W, rows, keys);  // (rows, keys), zero above the diagonal
     // U (rows, HS) = W Vg
     small_gemm(u + static_cast<long>(t0) * HS, HS, W.data(), keys, scratch.Vg.data() + static_cast<long>(k0) * HS, HS,
                rows, HS, keys, T(1), false, causal_keys(t0, k0));
     if (needs_weight_sum_)
-        for (int r = 0; r < rows; ++r) z[t0 + r] = W.row(r).head(t0 + r + 1 - k0).sum();
+        // sum_of, not Eigen's sum(): W may sit in the cache at any alignment.
+        for (int r = 0; r < rows; ++r) z[t0 + r] = sum_of(b.W + static_cast<long>(r) * keys, t0 + r + 1 - k0);
 }
 
 template <class T>
-void attention_layer<T>::numerator_quadratic(T* u, T* z, attention_scratch<T>& scratch, const T* q, const T* fq,
-                                             int Tn) const {
-    for (int t0 = 0; t0 < Tn; t0 += scratch.block_rows)
-        block_numerator(u, z, scratch, q, fq, Tn, t0, std::min(Tn, t0 + scratch.block_rows), 0);
+void attention_layer<T>::numerator_quadratic(T* u, T* z, attention_scratch<T>& scratch, T* kept_s, T* kept_w,
+                                             const T* q, const T* fq, int Tn) const {
+    for (int t0 = 0; t0 < Tn; t0 += scratch.block_rows) {
+        const long at = static_cast<long>(t0) * Tn;  // the block's place in the kept (T, T)
+        block_weights b = scratch_block(scratch);
+        if (kept_w) b = {kept_s ? kept_s + at : b.S, kept_w + at, false};
+        block_numerator(u, z, scratch, b, q, fq, Tn, t0, std::min(Tn, t0 + scratch.block_rows), 0);
+    }
 }
 
 template <class T>
@@ -224,7 +252,8 @@ void attention_layer<T>::forward_heads(T* out, attention_cache<T>& cache, const 
         if (chunked)
             numerator_chunked(U.data(), z, scratch, in.q + off, in.k + off, fq, fk, Tn);
         else
-            numerator_quadratic(U.data(), z, scratch, in.q + off, fq, Tn);
+            numerator_quadratic(U.data(), z, scratch, kept_pair(cache.kept_scores, cache, bh),
+                                kept_pair(cache.kept_weights, cache, bh), in.q + off, fq, Tn);
 
         long nonpositive = 0;
         T min_abs = std::numeric_limits<T>::infinity();
@@ -245,12 +274,13 @@ void attention_layer<T>::forward_heads(T* out, attention_cache<T>& cache, const 
 
 // Transposed operands (W^T, ds^T, dw^T) are read in place: small_gemm's trans_a.
 template <class T>
-void attention_layer<T>::block_numerator_backward(T* dq, T* dk, attention_scratch<T>& scratch, const T* q, const T* k,
-                                                  const T* fq, const T* fk, int Tn, int t0, int t1, int k0) const {
+void attention_layer<T>::block_numerator_backward(T* dq, T* dk, attention_scratch<T>& scratch, block_weights b,
+                                                  const T* q, const T* k, const T* fq, const T* fk, int Tn, int t0,
+                                                  int t1, int k0) const {
     const int HS = HS_, C = NH_ * HS, rows = t1 - t0, keys = t1 - k0;
     const row_band causal = causal_keys(t0, k0), causal_t = {-(t0 - k0), INT_MAX / 2};  // of W (rows, keys), W^T
-    weight_block(scratch, q, fq, Tn, t0, t1, k0);
-    const T* W = scratch.W.data();                                                                       // (rows, keys)
+    if (!b.kept) weight_block(b, scratch, q, fq, Tn, t0, t1, k0);
+    const T* W = b.W;                                                                                    // (rows, keys)
     T* dW = scratch.dW.data();                                                                           // (rows, keys)
     const T* dU = scratch.dU.data() + static_cast<long>(t0) * HS;                                        // (rows, HS)
     small_gemm(dW, keys, dU, HS, scratch.Vgt.data() + k0, Tn, rows, keys, HS, T(1), false, {}, causal);  // dU Vg^T
@@ -258,7 +288,7 @@ void attention_layer<T>::block_numerator_backward(T* dq, T* dk, attention_scratc
     small_gemm(scratch.dVg.data() + static_cast<long>(k0) * HS, HS, W, keys, dU, HS, keys, HS, rows, T(1), true,
                causal_t, {}, true);
     if (kernel_) {
-        score_rows_backward(scratch, t0, t1, k0);  // dW <- ds (rows, keys), zero above the diagonal
+        score_rows_backward(scratch, b, t0, t1, k0);  // dW <- ds (rows, keys), zero above the diagonal
         small_gemm(dq + static_cast<long>(t0) * C, C, dW, keys, k + static_cast<long>(k0) * C, C, rows, HS, keys,
                    scale_, true, causal);  // dQ (rows, HS) += scale ds K
         small_gemm(dk + static_cast<long>(k0) * C, C, dW, keys, q + static_cast<long>(t0) * C, C, keys, HS, rows,
@@ -279,10 +309,11 @@ void attention_layer<T>::block_numerator_backward(T* dq, T* dk, attention_scratc
 }
 
 template <class T>
-void attention_layer<T>::score_rows_backward(attention_scratch<T>& scratch, int t0, int t1, int k0) const {
+void attention_layer<T>::score_rows_backward(attention_scratch<T>& scratch, block_weights b, int t0, int t1,
+                                             int k0) const {
     const int rows = t1 - t0, keys = t1 - k0;
-    const_matrix_map<T> S(scratch.S.data(), rows, keys), W(scratch.W.data(), rows, keys);  // (rows, keys)
-    matrix_map<T> dW(scratch.dW.data(), rows, keys);                                       // (rows, keys)
+    const_matrix_map<T> S(b.S, rows, keys), W(b.W, rows, keys);  // (rows, keys)
+    matrix_map<T> dW(scratch.dW.data(), rows, keys);             // (rows, keys)
     for (int r = 0; r < rows; ++r) {
         const int n = t0 + r + 1 - k0;
         const T dz_t = needs_weight_sum_ ? scratch.dz[t0 + r] : T(0);
@@ -294,10 +325,14 @@ void attention_layer<T>::score_rows_backward(attention_scratch<T>& scratch, int 
 }
 
 template <class T>
-void attention_layer<T>::numerator_backward_quadratic(T* dq, T* dk, attention_scratch<T>& scratch, const T* q,
-                                                      const T* k, const T* fq, const T* fk, int Tn) const {
-    for (int t0 = 0; t0 < Tn; t0 += scratch.block_rows)
-        block_numerator_backward(dq, dk, scratch, q, k, fq, fk, Tn, t0, std::min(Tn, t0 + scratch.block_rows), 0);
+void attention_layer<T>::numerator_backward_quadratic(T* dq, T* dk, attention_scratch<T>& scratch, T* kept_s, T* kept_w,
+                                                      const T* q, const T* k, const T* fq, const T* fk, int Tn) const {
+    for (int t0 = 0; t0 < Tn; t0 += scratch.block_rows) {
+        const long at = static_cast<long>(t0) * Tn;  // the block's place in the kept (T, T)
+        block_weights b = scratch_block(scratch);
+        if (kept_w) b = {kept_s ? kept_s + at : b.S, kept_w + at, true};
+        block_numerator_backward(dq, dk, scratch, b, q, k, fq, fk, Tn, t0, std::min(Tn, t0 + scratch.block_rows), 0);
+    }
 }
 
 template <class T>
@@ -361,7 +396,9 @@ void attention_layer<T>::backward_heads(const attention_grads<T>& grads, const T
         if (chunked)
             numerator_backward_chunked(grads.dq + off, grads.dk + off, scratch, in.q + off, in.k + off, fq, fk, Tn);
         else
-            numerator_backward_quadratic(grads.dq + off, grads.dk + off, scratch, in.q + off, in.k + off, fq, fk, Tn);
+            numerator_backward_quadratic(grads.dq + off, grads.dk + off, scratch,
+                                         kept_pair(cache.kept_scores, cache, bh),
+                                         kept_pair(cache.kept_weights, cache, bh), in.q + off, in.k + off, fq, fk, Tn);
 
         if (in_gate_) {
             for (int j = 0; j < Tn; ++j) {

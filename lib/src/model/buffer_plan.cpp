@@ -104,6 +104,8 @@ buffer_entry plan_entry(model_buffer b, const dims& d) {
         case mb::cache_dparams: return cache(d.cache.dparams, false);
         case mb::cache_nonpositive: return {bg::attention, d.cache.pairs, L, sizeof(long), false};
         case mb::cache_min_abs: return cache(d.cache.pairs, false);
+        case mb::cache_weights: return cache(d.cache.weights, true);
+        case mb::cache_scores: return cache(d.cache.scores, true);
         // The backward scratch is allocated whatever the model (transformer::reserve).
         case mb::d_residual:
         case mb::d_norm:

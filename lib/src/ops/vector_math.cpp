@@ -111,21 +111,32 @@ double scaled_sum(double* out, const double* d, double add, const double* w, lon
     return sum;
 }
 
+ATTNLAB_CLONES float sum_of(const float* x, long n) {
+    constexpr long lanes = 16;
+    lanes16 acc = {}, v;
+    long i = 0;
+    for (; i + lanes <= n; i += lanes) {
+        std::memcpy(&v, x + i, sizeof v);
+        acc += v;
+    }
+    float sum = 0;
+    for (int j = 0; j < lanes; ++j) sum += acc[j];
+    for (; i < n; ++i) sum += x[i];
+    return sum;
+}
+
+double sum_of(const double* x, long n) {
+    double sum = 0;
+    for (long i = 0; i < n; ++i) sum += x[i];
+    return sum;
+}
+
 // Three passes over a row that sits in L1: exp (vectorised), the sum in 16
 // lanes (a fixed order), the scale by its reciprocal.
 ATTNLAB_CLONES float softmax_row(float* p, const float* z, long n) {
     const float m = max_of(z, n);
     exp_shifted(p, z, n, m);
-    constexpr long lanes = 16;
-    lanes16 acc = {}, v;
-    long i = 0;
-    for (; i + lanes <= n; i += lanes) {
-        std::memcpy(&v, p + i, sizeof v);
-        acc += v;
-    }
-    float sum = 0;
-    for (int j = 0; j < lanes; ++j) sum += acc[j];
-    for (; i < n; ++i) sum += p[i];
+    const float sum = sum_of(p, n);
     const float inv = 1.0f / sum;
     for (long k = 0; k < n; ++k) p[k] *= inv;
     return std::log(sum) + m;
@@ -134,8 +145,7 @@ ATTNLAB_CLONES float softmax_row(float* p, const float* z, long n) {
 double softmax_row(double* p, const double* z, long n) {
     const double m = max_of(z, n);
     exp_shifted(p, z, n, m);
-    double sum = 0;
-    for (long i = 0; i < n; ++i) sum += p[i];
+    const double sum = sum_of(p, n);
     for (long i = 0; i < n; ++i) p[i] /= sum;
     return std::log(sum) + m;
 }

@@ -5,8 +5,11 @@
 //   u_t  = sum_j w_tj g_in_j v_j,  z_t = sum_j w_tj
 //   o_t  = g_out_t * D(u_t, z_t, t)
 // Fused in row blocks: for rows [t0, t1) of one head, the scores and weights
-// (t1 - t0, t1) live only in per-thread scratch; the cache keeps O(T HS) per
-// head (u_t, z_t, features), and the backward recomputes the block's weights.
+// (t1 - t0, t1) are computed into per-thread scratch and the cache keeps
+// O(T HS) per head (u_t, z_t, features): the backward recomputes the block's
+// weights. Where they are small enough (keeps_weights), the quadratic form
+// keeps them in the cache instead, and the backward reads them back: one
+// product and one exp pass fewer, bit for bit the same numbers.
 // A variant with a finite state can instead run in the chunked form
 // (chunked.hpp, chunked.cpp): the same u_t and z_t in time linear in T;
 // cfg.form picks the form, `auto` by a cost model for each sequence length.
@@ -52,8 +55,18 @@ struct attention_cache_size {
     std::size_t features = 0;  // phi_q and phi_k each: (B, NH, T_cap, HS) for feature maps, else 0
     std::size_t dparams = 0;   // (B, NH, P) with P the denominator's out_norm parameters
     std::size_t pairs = 0;     // nonpositive_wsum (longs) and min_abs_wsum: (B * NH) each
+    std::size_t weights = 0;   // (B, NH, T_cap, T_cap) the forward's weights when keeps_weights, else 0
+    std::size_t scores = 0;    // the same for the scores (score kernels' backward reads them)
 };
 attention_cache_size attention_cache_size_of(const attention_config& cfg, int B, int T_cap, int NH, int HS);
+
+// Whether the cache keeps the forward's weights (and scores) for the
+// backward: in the quadratic form, when they take at most
+// kept_weights_limit elements per layer (16 MiB of floats: T 128 at batch
+// 32 with 2 heads, or T 512 at batch 8). Beyond that they would leave the
+// caches anyway, and recomputing costs less than the memory.
+constexpr std::size_t kept_weights_limit = std::size_t(1) << 22;
+bool keeps_weights(const attention_config& cfg, int B, int T_cap, int NH, int HS);
 
 // What the backward pass needs, per (b, h): sized for at most (B, T_cap).
 template <class T>
@@ -63,6 +76,10 @@ struct attention_cache {
     std::vector<T> numer;         // (B, NH, T, HS) u_t
     std::vector<T> phi_q, phi_k;  // (B, NH, T, HS) features (feature maps)
     std::vector<T> dparams;       // (B, NH, P) per-head parts of the denominator's parameter gradient
+    // (B, NH, T_cap, T_cap) or empty (keeps_weights): per (b, h), the row
+    // block [t0, t1) of the forward's weights W (and scores S) is stored
+    // (t1 - t0, t1) row-major from element t0 * T of the pair's T_cap^2.
+    std::vector<T> kept_weights, kept_scores;
     // Of the divisor z_t (+ eps for elu1/relu) of the softmax denominator, last forward:
     std::vector<long> nonpositive_wsum;  // (B * NH) rows where it was <= 0
     std::vector<T> min_abs_wsum;         // (B * NH) its smallest magnitude (inf without softmax)
@@ -140,36 +157,48 @@ public:
     void sum_denominator_grads(T* ddenom, const attention_cache<T>& cache, int bh_begin, int bh_end) const;
 
 private:
+    // A row block's scores S and weights W (rows, keys): scratch, or the cache's kept copy.
+    struct block_weights {
+        T* S;
+        T* W;
+        bool kept;  // already computed by the forward (the backward reads them)
+    };
+    block_weights scratch_block(attention_scratch<T>& scratch) const;
     // Weights of rows [t0, t1) of one head against keys [0, t1) into
-    // scratch.W (t1 - t0, t1), zero above the diagonal; score kernels keep the
-    // clamped scaled scores in scratch.S. q: the head's (T, HS) rows with row
+    // W (t1 - t0, t1), zero above the diagonal; score kernels keep the
+    // clamped scaled scores in S. q: the head's (T, HS) rows with row
     // stride C; fq: its features (T, HS) contiguous (feature maps); the keys
     // come from scratch.Kt (keys_transposed).
     // Keys [k0, t1) only (W is then (t1 - t0, t1 - k0)): the chunked form's diagonal blocks.
     // Every product of a block goes through small_gemm (no BLAS call, the
     // causal half skipped): for these sizes it beats OpenBLAS at every length.
-    void weight_block(attention_scratch<T>& scratch, const T* q, const T* fq, int Tn, int t0, int t1, int k0) const;
+    void weight_block(block_weights b, const attention_scratch<T>& scratch, const T* q, const T* fq, int Tn, int t0,
+                      int t1, int k0) const;
     // scratch.Kt (HS, T) <- K^T (score kernels, k with row stride C) or Phi(K)^T (feature maps).
     void keys_transposed(attention_scratch<T>& scratch, const T* k, const T* fk, int Tn) const;
     // Rows [t0, t1) of one head's u (T, HS) and z (T) from keys [k0, t1)
     // alone, and their backward (the terms of the pairs t, j in that block;
     // it reads scratch.Vgt, (g_in V)^T).
-    void block_numerator(T* U, T* z, attention_scratch<T>& scratch, const T* q, const T* fq, int Tn, int t0, int t1,
-                         int k0) const;
-    void block_numerator_backward(T* dq, T* dk, attention_scratch<T>& scratch, const T* q, const T* k, const T* fq,
-                                  const T* fk, int Tn, int t0, int t1, int k0) const;
+    // b: where the block's weights go (or, in the backward, are when b.kept).
+    void block_numerator(T* U, T* z, attention_scratch<T>& scratch, block_weights b, const T* q, const T* fq, int Tn,
+                         int t0, int t1, int k0) const;
+    void block_numerator_backward(T* dq, T* dk, attention_scratch<T>& scratch, block_weights b, const T* q, const T* k,
+                                  const T* fq, const T* fk, int Tn, int t0, int t1, int k0) const;
     // Score kernels: scratch.dW (rows, keys) <- ds from dW, S and W, row by row.
-    void score_rows_backward(attention_scratch<T>& scratch, int t0, int t1, int k0) const;
+    void score_rows_backward(attention_scratch<T>& scratch, block_weights b, int t0, int t1, int k0) const;
     // One head's u (T, HS) and z (T) (z only when the denominator reads it)
     // from its q, k (row stride C), features Fq, Fk (feature maps) and
-    // Vg = g_in V (T, HS): the quadratic and the chunked form.
-    void numerator_quadratic(T* U, T* z, attention_scratch<T>& scratch, const T* q, const T* fq, int Tn) const;
+    // Vg = g_in V (T, HS): the quadratic and the chunked form. kept_s,
+    // kept_w: the pair's (T_cap^2) share of the cache's kept scores and
+    // weights, or null.
+    void numerator_quadratic(T* U, T* z, attention_scratch<T>& scratch, T* kept_s, T* kept_w, const T* q, const T* fq,
+                             int Tn) const;
     void numerator_chunked(T* U, T* z, attention_scratch<T>& scratch, const T* q, const T* k, const T* fq, const T* fk,
                            int Tn) const;
     // Their backward given scratch.dU and scratch.dz: dq, dk (row stride C)
     // +=, scratch.dVg, dFq, dFk += (all zeroed by the caller).
-    void numerator_backward_quadratic(T* dq, T* dk, attention_scratch<T>& scratch, const T* q, const T* k, const T* fq,
-                                      const T* fk, int Tn) const;
+    void numerator_backward_quadratic(T* dq, T* dk, attention_scratch<T>& scratch, T* kept_s, T* kept_w, const T* q,
+                                      const T* k, const T* fq, const T* fk, int Tn) const;
     void numerator_backward_chunked(T* dq, T* dk, attention_scratch<T>& scratch, const T* q, const T* k, const T* fq,
                                     const T* fk, int Tn) const;
     // The chunked form's state features P (rows, F) of rows [t0, t1) of q or

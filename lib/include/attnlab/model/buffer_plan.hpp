@@ -64,6 +64,8 @@ enum class model_buffer {
     cache_dparams,
     cache_nonpositive,
     cache_min_abs,
+    cache_weights,
+    cache_scores,  // (B, NH, T, T) the forward's weights and scores, when kept (attention::keeps_weights)
     // backward scratch
     d_residual,
     d_norm,

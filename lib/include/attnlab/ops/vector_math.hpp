@@ -18,6 +18,13 @@ double max_of(const double* x, long n);
 template <class T>
 long first_index_of_max(const T* x, long n);
 
+// The sum of x[0..n): the float version in 16 vector lanes, the double one in
+// index order. Either way a fixed order, whatever x's alignment (Eigen's
+// sum() starts its vectors at the first aligned element, so its bits depend
+// on where the row sits in memory).
+float sum_of(const float* x, long n);
+double sum_of(const double* x, long n);
+
 // out[i] = w[i] (d[i] + add) for i < n, returning their sum (out may be d).
 // The float version sums in 16 vector lanes (a fixed order), the double one
 // in index order.
