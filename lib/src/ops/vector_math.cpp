@@ -11,29 +11,50 @@ namespace attnlab {
 
 namespace {
 
-// exp(x) for float (Cephes expf): x = n ln2 + r, |r| <= ln2/2, a degree-5
-// polynomial for exp(r), then the exponent bits of 2^n. Inline so that the
-// callers' loops vectorise.
-inline float exp_poly(float x) {
-    x = x < -87.3365f ? -87.3365f : x;  // exp stays a normal float
-    x = x > 88.3f ? 88.3f : x;          // n <= 127: 2^n stays finite (exp(88.3) = 2.2e38)
+// GCC's vector extension: 8 floats (one AVX2 register; two SSE registers in
+// the baseline clone). Written out rather than left to the auto-vectoriser,
+// which evaluated exp's polynomial twice per element (once per clamp) and
+// left the scalar tail to different code.
+using lanes8 = float __attribute__((vector_size(32)));
+// The helpers below take and return lanes8 by value: always inlined into the
+// clones, so no call passes a vector (GCC warns of the baseline's ABI anyway).
+#pragma GCC diagnostic ignored "-Wpsabi"
+using int_lanes8 = std::int32_t __attribute__((vector_size(32)));
+constexpr long width8 = 8;  // floats in a lanes8
+
+// The first m <= 8 floats of p (the rest 0), and their store back.
+__attribute__((always_inline)) inline lanes8 load_lanes(const float* p, long m) {
+    lanes8 v = {};
+    std::memcpy(&v, p, static_cast<std::size_t>(m) * sizeof(float));
+    return v;
+}
+__attribute__((always_inline)) inline void store_lanes(float* p, lanes8 v, long m) {
+    std::memcpy(p, &v, static_cast<std::size_t>(m) * sizeof(float));
+}
+
+// exp(x) for float (Cephes expf) in 8 lanes: x = n ln2 + r, |r| <= ln2/2, a
+// degree-5 polynomial for exp(r), then the exponent bits of 2^n. Every
+// element, the last partial vector's too, goes through this code, so an
+// element's bits do not depend on where it sits in a row.
+__attribute__((always_inline)) inline lanes8 exp_lanes(lanes8 x) {
+    const lanes8 lo = lanes8{} - 87.3365f, hi = lanes8{} + 88.3f;
+    x = x < lo ? lo : x;  // exp stays a normal float
+    x = x > hi ? hi : x;  // n <= 127: 2^n stays finite (exp(88.3) = 2.2e38)
     // n = round(x / ln2) in [-126, 128]: truncating the positive x/ln2 + 128.5
-    // floors it without a call to floor (which the baseline would not inline).
-    // A NaN x passes the clamps; converting it to int is undefined behaviour
-    // (UBSan float-cast-overflow), so n comes from 0 then and r keeps the NaN.
-    const float xn = x == x ? x : 0.0f;
-    const std::int32_t ni = static_cast<std::int32_t>(xn * 1.44269504088896341f + 128.5f) - 128;
-    const float n = static_cast<float>(ni);
-    const float r = x - n * 0.693359375f + n * 2.12194440e-4f;  // ln2 in two parts
-    float p = 1.9875691500e-4f;
+    // floors it. A NaN x passes the clamps; n comes from 0 then and r keeps the NaN.
+    const lanes8 xn = x == x ? x : lanes8{};
+    const int_lanes8 ni = __builtin_convertvector(xn * 1.44269504088896341f + 128.5f, int_lanes8) - 128;
+    const lanes8 n = __builtin_convertvector(ni, lanes8);
+    const lanes8 r = x - n * 0.693359375f + n * 2.12194440e-4f;  // ln2 in two parts
+    lanes8 p = lanes8{} + 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
     p = p * r + 8.3334519073e-3f;
     p = p * r + 4.1665795894e-2f;
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
-    const float y = p * r * r + r + 1.0f;
-    const std::int32_t bits = (ni + 127) << 23;  // 2^n
-    float scale;
+    const lanes8 y = p * r * r + r + 1.0f;
+    const int_lanes8 bits = (ni + 127) << 23;  // 2^n
+    lanes8 scale;
     std::memcpy(&scale, &bits, sizeof scale);
     return y * scale;
 }
@@ -41,7 +62,9 @@ inline float exp_poly(float x) {
 }  // namespace
 
 ATTNLAB_CLONES void exp_shifted(float* out, const float* in, long n, float shift) {
-    for (long i = 0; i < n; ++i) out[i] = exp_poly(in[i] - shift);
+    long i = 0;
+    for (; i + width8 <= n; i += width8) store_lanes(out + i, exp_lanes(load_lanes(in + i, width8) - shift), width8);
+    if (i < n) store_lanes(out + i, exp_lanes(load_lanes(in + i, n - i) - shift), n - i);
 }
 
 void exp_shifted(double* out, const double* in, long n, double shift) {
@@ -55,7 +78,6 @@ void exp_shifted(double* out, const double* in, long n, double shift) {
 // training step in the AVX2 clone). The last, partial pair overlaps the one
 // before it.
 using lanes16 = float __attribute__((vector_size(64)));
-using lanes8 = float __attribute__((vector_size(32)));
 
 ATTNLAB_CLONES float max_of(const float* x, long n) {
     constexpr long lanes = 16;
@@ -160,8 +182,18 @@ long first_index_of_max(const T* x, long n) {
 template long first_index_of_max(const float*, long);
 template long first_index_of_max(const double*, long);
 
+namespace {
+// out = silu(gate) up on m <= 8 lanes.
+__attribute__((always_inline)) inline void swiglu_lanes(float* out, const float* gate, const float* up, long m) {
+    const lanes8 g = load_lanes(gate, m);
+    store_lanes(out, g / (1.0f + exp_lanes(-g)) * load_lanes(up, m), m);
+}
+}  // namespace
+
 ATTNLAB_CLONES void swiglu_rows(float* out, const float* gate, const float* up, long n) {
-    for (long i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + exp_poly(-gate[i])) * up[i];
+    long i = 0;
+    for (; i + width8 <= n; i += width8) swiglu_lanes(out + i, gate + i, up + i, width8);
+    if (i < n) swiglu_lanes(out + i, gate + i, up + i, n - i);
 }
 
 void swiglu_rows(double* out, const double* gate, const double* up, long n) {
@@ -171,13 +203,23 @@ void swiglu_rows(double* out, const double* gate, const double* up, long n) {
 // silu(g) = g s(g); silu'(g) = s(g) (1 + g (1 - s(g))).
 namespace {
 template <bool Overwrite>
-inline void swiglu_grad_loop(float* dgate, float* dup, const float* dout, const float* gate, const float* up, long n) {
-    for (long i = 0; i < n; ++i) {
-        const float g = gate[i], s = 1.0f / (1.0f + exp_poly(-g));
-        const float du = dout[i] * g * s, dg = dout[i] * up[i] * s * (1.0f + g * (1.0f - s));
-        dup[i] = Overwrite ? du : dup[i] + du;  // overwrite never reads what the buffer held
-        dgate[i] = Overwrite ? dg : dgate[i] + dg;
-    }
+__attribute__((always_inline)) inline void swiglu_grad_lanes(float* dgate, float* dup, const float* dout,
+                                                             const float* gate, const float* up, long m) {
+    const lanes8 g = load_lanes(gate, m), d = load_lanes(dout, m);
+    const lanes8 s = 1.0f / (1.0f + exp_lanes(-g));
+    const lanes8 du = d * g * s, dg = d * load_lanes(up, m) * s * (1.0f + g * (1.0f - s));
+    // overwrite never reads what the buffer held
+    store_lanes(dup, Overwrite ? du : load_lanes(dup, m) + du, m);
+    store_lanes(dgate, Overwrite ? dg : load_lanes(dgate, m) + dg, m);
+}
+
+template <bool Overwrite>
+__attribute__((always_inline)) inline void swiglu_grad_loop(float* dgate, float* dup, const float* dout,
+                                                            const float* gate, const float* up, long n) {
+    long i = 0;
+    for (; i + width8 <= n; i += width8)
+        swiglu_grad_lanes<Overwrite>(dgate + i, dup + i, dout + i, gate + i, up + i, width8);
+    if (i < n) swiglu_grad_lanes<Overwrite>(dgate + i, dup + i, dout + i, gate + i, up + i, n - i);
 }
 }  // namespace
 

@@ -1,8 +1,10 @@
 // Elementwise float kernels that the portable build still runs with the
 // CPU's widest vectors: each is compiled for AVX-512, AVX2 and the baseline
 // (GCC target_clones) and picked when the program loads. exp is Cephes'
-// polynomial (relative error < 2e-7 over the float range), written so that
-// the loops vectorise. The double versions (gradient checks) use std::exp.
+// polynomial (relative error < 2e-7 over the float range), written in GCC's
+// vector extension (8 lanes), the tail of a row too: an element's bits do not
+// depend on its place in the row. The double versions (gradient checks) use
+// std::exp.
 #pragma once
 
 namespace attnlab {
