@@ -41,6 +41,8 @@ GENERATED = {
     "data/kjv.txt",            # scripts/get_corpus downloads it
     "data/kjv_echo.txt",       # scripts/make_echo_corpus builds it
     "data/kjv_echo_tag.txt",   # scripts/make_echo_corpus --tags 8 builds it
+    "data/random_echo_26.txt",  # scripts/make_echo_corpus --random 26 builds it
+    "data/random_echo_94.txt",  # scripts/make_echo_corpus --random 94 builds it
 }
 
 PATH = re.compile(r"(?<![\w./<>$-])((?:[\w.-]+/)+[\w.-]+\.(?:md|cpp|hpp|py|sh|yaml|txt|tsv|dict|json))\b")
