@@ -598,13 +598,12 @@ TEST_CASE("spec errors: config files use the same checks without the base. prefi
 TEST_CASE("every experiment spec of the repository loads", "[spec]") {
     // A spec added or edited under experiments/ is checked here, not first by
     // a long run: it loads and expands to at least one run with distinct ids.
-    // Where the corpus (data/, put in place by scripts/get_corpus) is absent,
-    // as on a fresh clone, a text spec reads a stand-in of the same size
-    // instead: every other key is still checked.
+    // Where a spec's corpus (data/, put in place by scripts/get_corpus and
+    // scripts/make_echo_corpus) is absent, as on a fresh clone, the spec reads
+    // a stand-in of kjv.txt's size instead: every other key is still checked.
     namespace fs = std::filesystem;
-    const bool have_corpus = fs::exists(ATTNLAB_SOURCE_DIR "/data/kjv.txt");
     std::vector<std::string> stand_in;
-    if (!have_corpus) {
+    {
         std::ifstream in(ATTNLAB_TEST_DATA "/text_fixture.txt", std::ios::binary);
         const std::string piece((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
         REQUIRE(!piece.empty());
@@ -623,7 +622,7 @@ TEST_CASE("every experiment spec of the repository loads", "[spec]") {
             try {
                 return load_spec(entry.path().string());
             } catch (const config_error& e) {
-                if (have_corpus || std::string(e.what()).find("cannot read the text file") == std::string::npos) throw;
+                if (std::string(e.what()).find("cannot read the text file") == std::string::npos) throw;
                 return load_spec(entry.path().string(), stand_in);
             }
         };
