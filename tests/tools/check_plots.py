@@ -1,4 +1,5 @@
-"""The `plots` test: scripts/plot_sweep.py on the fixture folders of tests/data/plots.
+"""The `plots` test: scripts/plot_sweep.py on the fixture folders of tests/data/plots, and
+scripts/plot_length.py on a summary built here whose intervals are known by hand.
 
 usage: PYTHON tests/tools/check_plots.py SOURCE_DIR WORK_DIR
 
@@ -196,6 +197,43 @@ def check_no_chosen(script, data, work):
           f"lr_selected all false: exit 0, other figures, no chosen_* (got {res.returncode}, {sorted(present)})")
 
 
+def check_length(source, work):
+    """scripts/plot_length.py on a constructed summary whose gaps and slopes are known by hand: norm's test loss
+    exceeds softmax's by 0.1, 0.2, 0.3 (seeds 0-2) at T 128 and by 0.3, 0.4, 0.5 at T 256, so its gap at 128 is
+    +0.2 with half-width t(0.975, 2) * 0.1 / sqrt(3) = 0.2484, and each seed's slope per doubling is +0.2
+    (interval of width 0); a run at a rate that was not chosen, and a diverged seed of gate, stay out."""
+    folder = os.path.join(work, "length")
+    os.makedirs(folder)
+    header = ["run_id", "status", "seed", "task.seq_len", "attention.denominator", "attention.out_gate", "train.lr",
+              "lr_selected", "final_test_loss", "final_test_token_acc"]
+    rows = []
+    for T, base in ((128, 1.0), (256, 1.5)):
+        for seed in range(3):
+            rows.append(["", "ok", seed, T, "softmax", "false", 0.01, "true", base, 0.9])
+            rows.append(["", "ok", seed, T, "norm", "", 0.003, "true", base + 0.1 * (seed + 1) + (T == 256) * 0.2, 0.8])
+            rows.append(["", "ok", seed, T, "norm", "", 0.01, "false", 9.0, 0.0])  # not the chosen rate
+            rows.append(["", "diverged" if seed == 2 else "ok", seed, T, "gate", "", 0.01, "true", base + 1.0, 0.5])
+    with open(os.path.join(folder, "summary.csv"), "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        writer.writerows(rows)
+    stem = os.path.join(folder, "plots", "length")
+    res = run(os.path.join(source, "scripts", "plot_length.py"), folder, "--baseline", "softmax", "--out", stem)
+    check(res.returncode == 0, f"plot_length.py exits 0 (got {res.returncode}: {res.stderr.strip()})")
+    for ext in ("png", "pdf", "md"):
+        check(os.path.exists(f"{stem}.{ext}"), f"plot_length.py writes length.{ext}")
+    table = open(f"{stem}.md").read() if os.path.exists(f"{stem}.md") else ""
+    loss_section = table.split("Paired loss")[-1].split("Paired token accuracy")[0]
+    loss_rows = [line for line in loss_section.splitlines() if line.startswith("| norm |")]
+    want = "| norm | +0.2000 [-0.0484, +0.4484] (n=3, not resolved) | +0.4000 [+0.1516, +0.6484] (n=3) | " \
+           "+0.2000 [+0.2000, +0.2000] (n=3) |"
+    check(loss_rows == [want], f"length.md: norm's paired loss gaps and slope by hand (got {loss_rows})")
+    gate_rows = [line for line in loss_section.splitlines() if line.startswith("| gate |")]
+    check(len(gate_rows) == 1 and "+1.0000 [+1.0000, +1.0000] (n=2)" in gate_rows[0],
+          f"length.md: gate's diverged seed is left out of its pairs (got {gate_rows})")
+    check("s2: diverged" in table, "length.md: the diverged seed is named in the accuracy table")
+
+
 def check_error(script, folder, needle, what, env=None):
     res = run(script, folder, "--out", os.path.join(folder, "plots"), env=env)
     lines = res.stderr.strip().splitlines()
@@ -215,6 +253,7 @@ def main():
             check_chosen(data, drawn_figures)
             check_text_axes(drawn_figures)
     check_no_chosen(script, data, work)
+    check_length(source, work)
 
     empty = os.path.join(work, "empty")
     os.makedirs(empty)
