@@ -381,12 +381,16 @@ void attention_layer<T>::backward_heads(const attention_grads<T>& grads, const T
             }
             dz[t] = denom_->backward_row(&dU(t, 0), dparams, dout_t, U.row(t).data(), zt, t + 1, in.denom_params, HS);
         }
+        T* kept_w = kept_pair(cache.kept_weights, cache, bh);
+        // Vg is read whole by the chunked form and differs from V with the input gate; the quadratic
+        // form reads it only as Vg^T, which is then transposed from V in place.
+        const bool copy_vg = in_gate_ || chunked;
         if (in_gate_)
             for (int t = 0; t < Tn; ++t) Vg.row(t) = V.row(t) * in.in_gate[gate_off + static_cast<long>(t) * NH];
-        else
+        else if (chunked)
             Vg = V;
-        keys_transposed(scratch, in.k + off, fk, Tn);
-        transpose_into(scratch.Vgt.data(), Vg.data(), Tn, HS, HS);  // (HS, T)
+        if (chunked || !kept_w) keys_transposed(scratch, in.k + off, fk, Tn);  // kept weights need no K^T
+        transpose_into(scratch.Vgt.data(), copy_vg ? Vg.data() : in.v + off, Tn, HS, copy_vg ? HS : C);  // (HS, T)
         dVg.setZero();
         if (features_) {
             matrix_map<T>(scratch.dFq.data(), Tn, HS).setZero();
@@ -397,8 +401,8 @@ void attention_layer<T>::backward_heads(const attention_grads<T>& grads, const T
             numerator_backward_chunked(grads.dq + off, grads.dk + off, scratch, in.q + off, in.k + off, fq, fk, Tn);
         else
             numerator_backward_quadratic(grads.dq + off, grads.dk + off, scratch,
-                                         kept_pair(cache.kept_scores, cache, bh),
-                                         kept_pair(cache.kept_weights, cache, bh), in.q + off, in.k + off, fq, fk, Tn);
+                                         kept_pair(cache.kept_scores, cache, bh), kept_w, in.q + off, in.k + off, fq,
+                                         fk, Tn);
 
         if (in_gate_) {
             for (int j = 0; j < Tn; ++j) {
