@@ -83,11 +83,16 @@ def slope(points):
     return sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
 
 
+def num(x):
+    """Signed, 4 decimals; below 0.001 (solved recall's losses differ by 1e-7) in scientific notation."""
+    return f"{x:+.4f}" if x == 0 or abs(x) >= 1e-3 else f"{x:+.1e}"
+
+
 def cell(mean, low, high, n):
     if low is None:
-        return f"{mean:+.4f} (n={n}, no interval)"
+        return f"{num(mean)} (n={n}, no interval)"
     resolved = "" if low > 0 or high < 0 else ", not resolved"
-    return f"{mean:+.4f} [{low:+.4f}, {high:+.4f}] (n={n}{resolved})"
+    return f"{num(mean)} [{num(low)}, {num(high)}] (n={n}{resolved})"
 
 
 def read_chosen(results_dir):
@@ -190,6 +195,7 @@ def draw(results_dir, stem, baselines):
         right.plot([x for x, _ in pts], [y for _, y in pts], color=colour, linewidth=0.8, label=f"{v} − {baselines[0]}")
     for ax in (left, right):
         ax.set_xscale("log", base=2)
+        ax.set_xlim(min(lengths) / 1.4, max(lengths) * 1.4)  # room for the variants' offsets at the ends
         ax.set_xticks(lengths)
         ax.set_xticklabels([str(T) for T in lengths])
         ax.set_xlabel("sequence length T (pairs T/4)")
