@@ -3,13 +3,15 @@
 at its chosen learning rate per length, its gap to a baseline variant paired
 seed by seed, and the slope of that gap per doubling of the length.
 
-For a variant V, a baseline B and a length T, over the seeds s that
-finished in both at their own chosen rates: d_s(T) = m(V, s, T) - m(B, s, T),
-with m the final test loss (nats) or token accuracy; reported as the mean and
-the 95 % Student-t interval (as `attnlab summarize` computes its
-comparisons). The slope per doubling: for each seed s with d_s at two or
-more lengths, the least-squares slope b_s of d_s(T) on log2 T; then the mean
-of the b_s and its 95 % Student-t interval over those seeds. A slope whose
+For a variant V, a baseline B and a length T, the paired difference
+d_s(T) = m(V, s, T) - m(B, s, T) over the seeds s that finished in both at
+their own chosen rates, m the final test loss (nats) or token accuracy: its
+mean and 95 % Student-t interval are read from comparisons.csv, which
+`attnlab summarize` writes for a spec whose report names B and matches
+task.seq_len. The slope per doubling, computed here from summary.csv: for
+each seed s with d_s at two or more lengths, the least-squares slope b_s of
+d_s(T) on log2 T; then the mean of the b_s and its 95 % Student-t interval
+over those seeds. A slope whose
 interval contains 0 is not resolved: the data cannot tell a gap that grows
 with the length from one that does not.
 
@@ -30,7 +32,9 @@ from collections import defaultdict
 import plot_style
 from plot_style import COLOURS, InputError
 
-METRICS = [("final_test_loss", "loss (nats)"), ("final_test_token_acc", "token accuracy")]
+# (summary.csv column, comparisons.csv metric, words)
+METRICS = [("final_test_loss", "loss", "loss (nats)"), ("final_test_token_acc", "token_acc", "token accuracy")]
+REPORT_HINT = " (run `attnlab summarize` on a sweep whose spec has a report: with match task.seq_len)"
 
 
 def variant_label(row):
@@ -89,10 +93,23 @@ def num(x):
 
 
 def cell(mean, low, high, n):
+    """mean [low, high] (n), or without the interval when there is none (n < 2)."""
     if low is None:
         return f"{num(mean)} (n={n}, no interval)"
     resolved = "" if low > 0 or high < 0 else ", not resolved"
     return f"{num(mean)} [{num(low)}, {num(high)}] (n={n}{resolved})"
+
+
+def read_comparisons(results_dir):
+    """(variant, baseline, T, metric) -> (mean, low, high, n) of comparisons.csv (low, high None for n < 2)."""
+    out = {}
+    for r in plot_style.read_csv_rows(os.path.join(results_dir, "comparisons.csv"), hint=REPORT_HINT):
+        baseline = dict(item.split("=", 1) for item in r["baseline"].split(",") if "=" in item)
+        baseline.setdefault("attention.denominator", "")
+        low, high = (None, None) if r["ci_low"] == "" else (float(r["ci_low"]), float(r["ci_high"]))
+        key = (variant_label(r), variant_label(baseline), int(r["task.seq_len"]), r["metric"])
+        out[key] = (float(r["mean_diff"]), low, high, int(r["n"]))
+    return out
 
 
 def read_chosen(results_dir):
@@ -109,7 +126,7 @@ def read_chosen(results_dir):
 
 
 def gaps(chosen, variant, baseline, lengths, key):
-    """T -> {seed: d_s(T)} over the seeds that finished (status ok) on both sides."""
+    """T -> {seed: d_s(T)} over the seeds that finished (status ok) on both sides (for the slopes)."""
     out = {}
     for T in lengths:
         v, b = chosen.get((variant, T), {}), chosen.get((baseline, T), {})
@@ -118,7 +135,7 @@ def gaps(chosen, variant, baseline, lengths, key):
     return out
 
 
-def tables(chosen, variants, lengths, baselines):
+def tables(chosen, comparisons, variants, lengths, baselines):
     lines = ["Each variant at its chosen learning rate per length (lowest mean final validation loss): final test "
              "token accuracy, each seed (s<seed>: value; diverged runs marked).", "",
              "| variant | " + " | ".join(f"T {T}" for T in lengths) + " |",
@@ -135,7 +152,7 @@ def tables(chosen, variants, lengths, baselines):
                               else f"s{s}: {r['status']}" for s, r in sorted(runs.items()))
             cells.append(f"lr {lr}: {seeds}")
         lines.append(f"| {v} | " + " | ".join(cells) + " |")
-    for key, name in METRICS:
+    for key, metric, name in METRICS:
         for base in baselines:
             lines += ["", f"Paired {name} difference against {base} (variant − {base}; 95 % interval, n paired "
                       "seeds), and its slope per doubling of T:", "",
@@ -144,8 +161,9 @@ def tables(chosen, variants, lengths, baselines):
             for v in variants:
                 if v == base:
                     continue
+                cells = [cell(*comparisons[(v, base, T, metric)]) if (v, base, T, metric) in comparisons else "–"
+                         for T in lengths]
                 g = gaps(chosen, v, base, lengths, key)
-                cells = [cell(*mean_interval(list(g[T].values())), len(g[T])) if g[T] else "–" for T in lengths]
                 per_seed = defaultdict(list)
                 for T in lengths:
                     for s, d in g[T].items():
@@ -158,6 +176,7 @@ def tables(chosen, variants, lengths, baselines):
 
 def draw(results_dir, stem, baselines):
     chosen = read_chosen(results_dir)
+    comparisons = read_comparisons(results_dir)
     lengths = sorted({T for _, T in chosen})
     order = ["softmax", "norm", "gate", "gate (paper)"]
     variants = sorted({v for v, _ in chosen}, key=lambda v: (order.index(v) if v in order else len(order), v))
@@ -165,7 +184,7 @@ def draw(results_dir, stem, baselines):
         if base not in variants:
             raise InputError(f"{results_dir}/summary.csv: no variant {base!r} (variants: {', '.join(variants)})")
     with open(stem + ".md.tmp", "w") as f:
-        f.write(tables(chosen, variants, lengths, baselines))
+        f.write(tables(chosen, comparisons, variants, lengths, baselines))
     os.replace(stem + ".md.tmp", stem + ".md")  # atomic: no half-written table
 
     plt = plot_style.load_pyplot("plot_length.py")
@@ -184,14 +203,13 @@ def draw(results_dir, stem, baselines):
         left.plot(xs, means, color=colour, marker="o", markersize=4, label=v)
         if v == baselines[0]:
             continue
-        g = gaps(chosen, v, baselines[0], lengths, "final_test_loss")
-        for T in lengths:
-            if len(g[T]) < 2:
-                continue
-            mean, lo, hi = mean_interval(list(g[T].values()))
-            right.errorbar([T * offset], [mean], yerr=[[mean - lo], [hi - mean]], color=colour, marker="o",
-                           markersize=4, capsize=3, linestyle="none")
-        pts = [(T * offset, mean_interval(list(g[T].values()))[0]) for T in lengths if g[T]]
+        rows = {T: comparisons[(v, baselines[0], T, "loss")] for T in lengths
+                if (v, baselines[0], T, "loss") in comparisons}
+        for T, (mean, lo, hi, _) in rows.items():
+            if lo is not None:
+                right.errorbar([T * offset], [mean], yerr=[[mean - lo], [hi - mean]], color=colour, marker="o",
+                               markersize=4, capsize=3, linestyle="none")
+        pts = [(T * offset, rows[T][0]) for T in sorted(rows)]
         right.plot([x for x, _ in pts], [y for _, y in pts], color=colour, linewidth=0.8, label=f"{v} − {baselines[0]}")
     for ax in (left, right):
         ax.set_xscale("log", base=2)

@@ -198,10 +198,11 @@ def check_no_chosen(script, data, work):
 
 
 def check_length(source, work):
-    """scripts/plot_length.py on a constructed summary whose gaps and slopes are known by hand: norm's test loss
-    exceeds softmax's by 0.1, 0.2, 0.3 (seeds 0-2) at T 128 and by 0.3, 0.4, 0.5 at T 256, so its gap at 128 is
-    +0.2 with half-width t(0.975, 2) * 0.1 / sqrt(3) = 0.2484, and each seed's slope per doubling is +0.2
-    (interval of width 0); a run at a rate that was not chosen, and a diverged seed of gate, stay out."""
+    """scripts/plot_length.py on a constructed summary and comparisons.csv whose gaps and slopes are known by
+    hand: norm's test loss exceeds softmax's by 0.1, 0.2, 0.3 (seeds 0-2) at T 128 and by 0.3, 0.4, 0.5 at T 256,
+    so its gap at 128 is +0.2 with half-width t(0.975, 2) * 0.1 / sqrt(3) = 0.2484 (read from comparisons.csv),
+    and each seed's slope per doubling is +0.2 (computed from summary.csv; interval of width 0); a run at a rate
+    that was not chosen, and a diverged seed of gate, stay out of the slopes."""
     folder = os.path.join(work, "length")
     os.makedirs(folder)
     header = ["run_id", "status", "seed", "task.seq_len", "attention.denominator", "attention.out_gate", "train.lr",
@@ -217,6 +218,18 @@ def check_length(source, work):
         writer = csv.writer(f)
         writer.writerow(header)
         writer.writerows(rows)
+    # comparisons.csv as `attnlab summarize` writes it for this summary (the per-length cells come from it)
+    half = 0.2484  # t(0.975, 2) * 0.1 / sqrt(3), rounded as the expected cells are
+    base = "attention.denominator=softmax,attention.out_gate=false,task.seq_len="
+    comparisons = [["attention.denominator", "attention.out_gate", "task.seq_len", "baseline", "metric", "n",
+                    "mean_diff", "ci_low", "ci_high"]]
+    for T, gap in ((128, 0.2), (256, 0.4)):
+        comparisons += [["norm", "", T, f"{base}{T}", "loss", 3, gap, gap - half, gap + half],
+                        ["norm", "", T, f"{base}{T}", "token_acc", 3, -0.1, -0.1, -0.1],
+                        ["gate", "", T, f"{base}{T}", "loss", 2, 1.0, 1.0, 1.0],
+                        ["gate", "", T, f"{base}{T}", "token_acc", 2, -0.4, -0.4, -0.4]]
+    with open(os.path.join(folder, "comparisons.csv"), "w", newline="") as f:
+        csv.writer(f).writerows(comparisons)
     stem = os.path.join(folder, "plots", "length")
     res = run(os.path.join(source, "scripts", "plot_length.py"), folder, "--baseline", "softmax", "--out", stem)
     check(res.returncode == 0, f"plot_length.py exits 0 (got {res.returncode}: {res.stderr.strip()})")
@@ -229,8 +242,9 @@ def check_length(source, work):
            "+0.2000 [+0.2000, +0.2000] (n=3) |"
     check(loss_rows == [want], f"length.md: norm's paired loss gaps and slope by hand (got {loss_rows})")
     gate_rows = [line for line in loss_section.splitlines() if line.startswith("| gate |")]
-    check(len(gate_rows) == 1 and "+1.0000 [+1.0000, +1.0000] (n=2)" in gate_rows[0],
-          f"length.md: gate's diverged seed is left out of its pairs (got {gate_rows})")
+    check(len(gate_rows) == 1 and "+1.0000 [+1.0000, +1.0000] (n=2)" in gate_rows[0]
+          and gate_rows[0].endswith("+0.0000 [+0.0000, +0.0000] (n=2, not resolved) |"),
+          f"length.md: gate's diverged seed is left out of its slopes (got {gate_rows})")
     check("s2: diverged" in table, "length.md: the diverged seed is named in the accuracy table")
 
 
