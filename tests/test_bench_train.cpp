@@ -105,7 +105,7 @@ TEST_CASE("bench train: built-in configurations parse; bad usage is refused", "[
 
 TEST_CASE("bench train --no-torch: the attnlab rows, memory and per-op table", "[bench][cli]") {
     const auto r = run_cli({"bench", "train", "--config", "quickstart", "--set", "model.layers=1", "--no-torch",
-                            "--steps", "1", "--repeats", "2", "--rounds", "1", "--warmup", "0", "--threads", "1"});
+                            "--steps", "1", "--repeats", "2", "--rounds", "2", "--warmup", "0", "--threads", "1"});
     REQUIRE(r.code == 0);
     CHECK_THAT(r.out, Catch::Contains("config quickstart: 1 layers, d_model 64"));
     const auto lines = lines_of(r.out);
@@ -116,6 +116,9 @@ TEST_CASE("bench train --no-torch: the attnlab rows, memory and per-op table", "
     CHECK_THAT(r.out, Catch::Contains("time per op, attnlab on 1 thread(s)"));
     CHECK_THAT(r.out, Catch::Contains("optimizer (clip + AdamW)"));
     CHECK_THAT(r.out, Catch::Contains("attnlab at the probe's rate on 1 thread(s)"));
+    // the probe runs before each round; the percentages divide by its median
+    CHECK(count_of(r.out + r.err, "matmul probe: 1 thread(s)") == 2);
+    CHECK_THAT(r.out, Catch::Contains("1 thread(s) ") && Catch::Contains(" GFLOP/s (median of 2 rounds, "));
     bool mlp_rate = false;  // the mlp row carries GFLOP/s and % of probe
     for (const auto& l : lines)
         mlp_rate = mlp_rate || (l.rfind("mlp ", 0) == 0 && l.back() == '%' && count_of(l, "%") == 2);

@@ -260,12 +260,18 @@ train_bench_result run_train_bench(const train_bench_options& opt,
     r.flops = training_flops(opt.config, r.vocab, r.B, r.T, r.answers);
     r.need = training_memory_need(opt.config, r.vocab, r.B, r.T, r.answers);
 
-    for (int th : opt.threads) r.probe.emplace_back(th, matmul_probe_gflops(th));
-    progress(fmt::format("matmul probe: {}", [&] {
+    // The probe runs before every round, not once: other guests of a shared
+    // machine move its rate by a fifth between minutes, and the percentages
+    // divide by its median over the rounds.
+    r.probe_rounds.assign(opt.threads.size(), {});
+    auto probe_round = [&] {
         std::string s;
-        for (auto [th, g] : r.probe) s += fmt::format("{} thread(s) {:.1f} GFLOP/s  ", th, g);
-        return s;
-    }()));
+        for (std::size_t i = 0; i < opt.threads.size(); ++i) {
+            r.probe_rounds[i].push_back(matmul_probe_gflops(opt.threads[i]));
+            s += fmt::format("{} thread(s) {:.1f} GFLOP/s  ", opt.threads[i], r.probe_rounds[i].back());
+        }
+        progress("matmul probe: " + s);
+    };
 
     std::string batch_path;
     if (opt.torch) {
@@ -280,6 +286,7 @@ train_bench_result run_train_bench(const train_bench_options& opt,
     const double tokens_per_step = static_cast<double>(b.B) * b.T;
 
     for (int round = 0; round < opt.rounds; ++round) {
+        probe_round();
         for (auto& side : r.sides) {
             if (!side.error.empty()) continue;
             if (side.impl == "attnlab") {
@@ -333,6 +340,10 @@ train_bench_result run_train_bench(const train_bench_options& opt,
                                         : fmt::format("{} {} thread(s): {}", side.impl, side.threads, side.error));
         }
     }
+
+    if (opt.rounds < 1) probe_round();  // the percentages still need one
+    for (std::size_t i = 0; i < opt.threads.size(); ++i)
+        r.probe.emplace_back(opt.threads[i], median_of(r.probe_rounds[i]));
 
     // Per-op times at attnlab's best setting, in a separate pass (clock reads).
     const side_timing* best = nullptr;
@@ -400,7 +411,11 @@ std::string format_train_bench(const train_bench_result& r) {
 #else
     s += "matmul probe (float 512^3 per thread, Eigen):";
 #endif
-    for (auto [th, g] : r.probe) s += fmt::format(" {} thread(s) {:.1f} GFLOP/s;", th, g);
+    for (std::size_t i = 0; i < r.probe.size(); ++i) {
+        const auto [lo, hi] = std::minmax_element(r.probe_rounds[i].begin(), r.probe_rounds[i].end());
+        s += fmt::format(" {} thread(s) {:.1f} GFLOP/s (median of {} rounds, {:.1f}-{:.1f});", r.probe[i].first,
+                         r.probe[i].second, r.probe_rounds[i].size(), *lo, *hi);
+    }
     s += "\n";
     if (best_attn > 0 && best_torch > 0)
         s += fmt::format(

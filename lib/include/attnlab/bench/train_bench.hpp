@@ -95,7 +95,8 @@ struct train_bench_result {
     int vocab = 0, B = 0, T = 0, answers = 0;
     std::size_t param_count = 0;
     flop_count flops;
-    std::vector<std::pair<int, double>> probe;  // (threads, GFLOP/s)
+    std::vector<std::pair<int, double>> probe;      // (threads, GFLOP/s): the median of the rounds' probes
+    std::vector<std::vector<double>> probe_rounds;  // per thread setting (probe's order), one GFLOP/s a round
     std::vector<side_timing> sides;
     memory_need need;
     std::size_t peak_bytes = 0;  // attnlab's measured peak RSS growth (largest thread setting)
