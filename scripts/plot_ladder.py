@@ -47,7 +47,7 @@ def plain_variant(row):
 
 def baseline_is_exp(row, denominator):
     """Whether a comparisons.csv row is against exp with `denominator` (its baseline cell: key=value,...)."""
-    baseline = dict(item.split("=", 1) for item in row["baseline"].split(",") if "=" in item)
+    baseline = plot_style.baseline_keys(row)
     return (baseline.get("attention.numerator") == "exp" and baseline.get("attention.denominator") == denominator
             and plain_variant(baseline))
 

@@ -104,7 +104,7 @@ def read_comparisons(results_dir):
     """(variant, baseline, T, metric) -> (mean, low, high, n) of comparisons.csv (low, high None for n < 2)."""
     out = {}
     for r in plot_style.read_csv_rows(os.path.join(results_dir, "comparisons.csv"), hint=REPORT_HINT):
-        baseline = dict(item.split("=", 1) for item in r["baseline"].split(",") if "=" in item)
+        baseline = plot_style.baseline_keys(r)
         baseline.setdefault("attention.denominator", "")
         low, high = (None, None) if r["ci_low"] == "" else (float(r["ci_low"]), float(r["ci_high"]))
         key = (variant_label(r), variant_label(baseline), int(r["task.seq_len"]), r["metric"])

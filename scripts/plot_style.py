@@ -114,6 +114,11 @@ def read_csv_rows(path, columns=(), hint=""):
     return rows
 
 
+def baseline_keys(row):
+    """The baseline cell of a comparisons.csv row (`key=value,...`, as `attnlab summarize` writes it) as a dict."""
+    return dict(item.split("=", 1) for item in row["baseline"].split(",") if "=" in item)
+
+
 def number(path, row, key, kind=float):
     """row[key] as `kind`; InputError naming the file and the cell when it is not a number."""
     try:
