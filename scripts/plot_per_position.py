@@ -57,8 +57,10 @@ def plot(args):
         st = style(i)
         label = args.label[i] if args.label else \
             f"{os.path.basename(os.path.dirname(os.path.abspath(path)))} ({evaluated})"
+        # Markers staggered line by line, so that lines lying on each other (two solved runs at 0) stay visible.
+        every = max(1, len(positions) // 12)
         ax.plot(positions, values, color=st["color"], linestyle=st["linestyle"], marker=st["marker"],
-                markevery=max(1, len(positions) // 12), ms=3.5, lw=1.2, label=label)
+                markevery=(i * every // len(args.csv), every), ms=3.5, lw=1.2, label=label)
     if len(units) > 1:
         raise InputError("the CSVs mix text runs (bits per byte) and synthetic tasks (nats): plot them apart")
     if args.log_x:
