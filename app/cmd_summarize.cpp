@@ -37,7 +37,7 @@ void add_summarize(CLI::App& app, action& chosen) {
             if (!baseline->empty()) report = parse_report_options(load_spec_as_run(d), *baseline, *match);
             const summarize_outcome res = summarize_sweep_dir(d, report ? &*report : nullptr);
             for (const auto& [id, why] : res.missing) spdlog::warn("missing run {}: {}", id, why);
-            for (const std::string& w : res.edge_warnings) spdlog::warn("{}", w);
+            for (const std::string& w : res.lr_warnings) spdlog::warn("{}", w);
             if (!res.strays.empty())
                 spdlog::info("{} directories in {}/runs are no run of the spec (ignored), e.g. {}", res.strays.size(),
                              d, res.strays.front());

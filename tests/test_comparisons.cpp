@@ -246,7 +246,7 @@ seeds: [0, 1]
     for (const run_point& p : spec.runs) {
         const auto c = config_map(p.config);
         const double l = p.config.seed >= 2 ? 5.0 : loss.at(c.at("attention.numerator") + "," + c.at("train.lr"));
-        entries.push_back({&p, finished(l, 0.5)});
+        entries.push_back({&p, finished(l, 0.995)});  // every run solves: only the edges are flagged
     }
     const lr_selection sel = select_learning_rates(spec, entries);
     REQUIRE(sel.variants.size() == 3);
@@ -256,7 +256,7 @@ seeds: [0, 1]
     CHECK(sel.variants[0].edge == lr_edge::interior);
     CHECK(sel.variants[1].edge == lr_edge::lowest);
     CHECK(sel.variants[2].edge == lr_edge::highest);
-    const std::vector<std::string> warnings = edge_of_grid_warnings(spec, sel);
+    const std::vector<std::string> warnings = learning_rate_warnings(spec, sel);
     REQUIRE(warnings.size() == 2);
     CHECK(warnings[0] == "0.001 is the lowest rate tried for attention.numerator=linear: extend the grid");
     CHECK(warnings[1] == "0.01 is the highest rate tried for attention.numerator=elu1: extend the grid");
@@ -265,6 +265,74 @@ seeds: [0, 1]
     CHECK_THAT(table, Contains("| linear | 0.001 (lowest tried) |"));
     CHECK_THAT(table, Contains("| elu1 | 0.01 (highest tried) |"));
     CHECK_THAT(table, Contains("| exp | 0.003 | 5 |"));
+}
+
+TEST_CASE("learning-rate choice: a grid where no run solves the task on validation is flagged", "[comparisons]") {
+    const experiment_spec spec = parse_spec(std::string(base_text) + R"(sweep:
+  attention.numerator: [exp, linear]
+  train.lr: [1.0e-3, 3.0e-3, 1.0e-2]
+seeds: [0, 1]
+)",
+                                            "spec.yaml");
+    // Both choose 3e-3 (interior). exp: one run, seed 1 at 1e-2, solves (0.995 on validation).
+    // linear: every run fails on validation (best 0.4, seed 0 at 1e-2), though seed 1 at 1e-3
+    // "solves" on test (the test set plays no part) and a diverged run reports 0.999.
+    std::vector<summary_entry> entries;
+    for (const run_point& p : spec.runs) {
+        const auto c = config_map(p.config);
+        const std::string lr = c.at("train.lr");
+        run_result r = finished(lr == "0.003" ? 1.0 : 1.5, 0.3);
+        if (c.at("attention.numerator") == "exp" && lr == "0.01" && p.config.seed == 1) r.final_val.token_acc = 0.995;
+        if (c.at("attention.numerator") == "linear") {
+            if (lr == "0.01" && p.config.seed == 0) r.final_val.token_acc = 0.4;
+            if (lr == "0.001" && p.config.seed == 1) r.final_test.token_acc = 0.999;
+            if (lr == "0.01" && p.config.seed == 1) {
+                r.status = run_status::diverged;
+                r.final_val.token_acc = 0.999;
+            }
+        }
+        entries.push_back({&p, r});
+    }
+    const lr_selection sel = select_learning_rates(spec, entries);
+    REQUIRE(sel.variants.size() == 2);
+    CHECK(sel.variants[0].some_run_solves);
+    CHECK_FALSE(sel.variants[1].some_run_solves);
+    CHECK(sel.variants[1].best_val_accuracy == 0.4);
+    const std::vector<std::string> warnings = learning_rate_warnings(spec, sel);
+    REQUIRE(warnings.size() == 1);
+    CHECK(warnings[0] ==
+          "no rate tried for attention.numerator=linear solves the task on validation (best final validation token "
+          "accuracy 0.4000, at 0.01): the chosen rate is the best of runs that failed");
+    const std::string table = summary_table_md(spec, entries);
+    INFO(table);
+    CHECK_THAT(table, Contains("| linear | 0.003 (none solved) |"));
+    CHECK_THAT(table, Contains("| exp | 0.003 |"));
+    CHECK_THAT(table, Contains("A rate marked (none solved) is the best of a grid in which no run solved"));
+
+    // Copy judges by sequence accuracy: token accuracy 0.999 with half the copies wrong does not solve.
+    const experiment_spec copy = parse_spec(R"(name: c
+base:
+  task: {kind: copy, vocab: 8, min_len: 1, max_len: 4, test_examples: 16}
+  model: {layers: 1, d_model: 8, heads: 2}
+  attention: {numerator: exp, denominator: softmax}
+  train: {steps: 10, lr: 1.0e-3, warmup: 0}
+sweep:
+  train.lr: [1.0e-3, 3.0e-3]
+)",
+                                            "copy.yaml");
+    std::vector<summary_entry> copies;
+    for (const run_point& p : copy.runs) {
+        run_result r = finished(1.0, 0.999);
+        r.final_val.seq_acc = p.config.train.lr > 2e-3 ? 0.5 : 0.25;
+        copies.push_back({&p, r});
+    }
+    const std::vector<std::string> copy_warnings = learning_rate_warnings(copy, select_learning_rates(copy, copies));
+    REQUIRE(copy_warnings.size() == 2);  // 1e-3 is the lowest rate tried, and nothing solved
+    CHECK(copy_warnings[1] ==
+          "no rate tried for the only variant solves the task on validation (best final validation sequence accuracy "
+          "0.5000, at 0.003): the chosen rate is the best of runs that failed");
+    copies[1].result.final_val.seq_acc = 0.95;  // one run copies 95 % of its sequences exactly: solved
+    CHECK(learning_rate_warnings(copy, select_learning_rates(copy, copies)).size() == 1);
 }
 
 TEST_CASE("spec: a grid's own seeds, and report errors with file, line and key", "[comparisons][spec]") {

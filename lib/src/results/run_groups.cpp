@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <iterator>
 #include <map>
@@ -68,6 +69,40 @@ lr_edge edge_of(const lr_choice& c) {
     return !lower ? lr_edge::lowest : !higher ? lr_edge::highest : lr_edge::interior;
 }
 
+// "0.0024": an accuracy near chance keeps its digits.
+std::string four_decimals(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4f", v);
+    return buf;
+}
+
+// The accuracy solves_task judges a run by: every token of a copy (copy),
+// each answer token (the other synthetic tasks).
+double solving_accuracy(task_kind kind, const eval_metrics& m) {
+    return kind == task_kind::copy ? m.seq_acc : m.token_acc;
+}
+
+// Fills c.some_run_solves and the best final validation accuracy over every
+// finished run of every rate (all seeds: a seed beyond the grid's that
+// solves still shows the task can be learnt at that rate).
+void mark_whether_some_run_solves(lr_choice& c, const std::vector<summary_entry>& entries) {
+    const task_kind kind = entries[c.rates.front().members.front()].point->config.task.kind;
+    if (kind == task_kind::text) return;
+    c.some_run_solves = false;
+    c.best_val_accuracy_name = kind == task_kind::copy ? "sequence accuracy" : "token accuracy";
+    for (const lr_candidate& rate : c.rates)
+        for (std::size_t i : rate.members) {
+            const run_result& r = entries[i].result;
+            if (r.status != run_status::ok) continue;
+            c.some_run_solves = c.some_run_solves || solves_task(kind, r.final_val);
+            const double acc = solving_accuracy(kind, r.final_val);
+            if (c.best_val_accuracy_lr.empty() || acc > c.best_val_accuracy) {
+                c.best_val_accuracy = acc;
+                c.best_val_accuracy_lr = rate.lr;
+            }
+        }
+}
+
 }  // namespace
 
 std::string variant_label(const std::vector<std::string>& keys, const std::vector<std::string>& values) {
@@ -80,7 +115,7 @@ std::string variant_label(const std::vector<std::string>& keys, const std::vecto
     return out.empty() ? "the only variant" : out;
 }
 
-std::vector<std::string> edge_of_grid_warnings(const experiment_spec& spec, const lr_selection& selection) {
+std::vector<std::string> learning_rate_warnings(const experiment_spec& spec, const lr_selection& selection) {
     std::vector<std::string> out;
     const std::vector<std::string> keys = grouping_keys(spec, true);
     for (const lr_choice& c : selection.variants) {
@@ -98,6 +133,13 @@ std::vector<std::string> edge_of_grid_warnings(const experiment_spec& spec, cons
                 out.push_back(lr + " is the only rate tried for " + variant + ": its choice is untested");
                 break;
         }
+        if (!c.some_run_solves)
+            out.push_back("no rate tried for " + variant + " solves the task on validation (" +
+                          (c.best_val_accuracy_lr.empty()
+                               ? std::string("no run finished")
+                               : "best final validation " + c.best_val_accuracy_name + " " +
+                                     four_decimals(c.best_val_accuracy) + ", at " + c.best_val_accuracy_lr) +
+                          "): the chosen rate is the best of runs that failed");
     }
     return out;
 }
@@ -154,6 +196,7 @@ lr_selection select_learning_rates(const experiment_spec& spec, const std::vecto
         for (std::size_t k = 1; k < choice.rates.size(); ++k)
             if (rank_of(choice.rates[k]) < rank_of(choice.rates[choice.chosen])) choice.chosen = k;
         choice.edge = edge_of(choice);
+        mark_whether_some_run_solves(choice, entries);
         for (std::size_t i : choice.rates[choice.chosen].members) sel.selected[i] = true;
         sel.variants.push_back(std::move(choice));
     }

@@ -256,14 +256,18 @@ std::string summary_table_md(const experiment_spec& spec, const std::vector<summ
           << " whose mean final validation loss is lowest, over the seeds present at every rate of the variant (a "
              "rate at which a seed diverged ranks after every rate at which none did); its test metrics are those of "
              "every seed at that rate. A rate marked (lowest tried) or (highest tried) sits on the edge of the "
-             "variant's grid: a better rate may lie beyond it.\n\n";
+             "variant's grid: a better rate may lie beyond it.";
+        if (std::any_of(lr.variants.begin(), lr.variants.end(), [](const lr_choice& c) { return !c.some_run_solves; }))
+            s << " A rate marked (none solved) is the best of a grid in which no run solved the task on validation: it "
+                 "ranks runs that all failed, and may mean little.";
+        s << "\n\n";
         std::vector<std::string> keys = grouping_keys(spec, true);
         keys.push_back(std::string(lr_key) + " (chosen)");
         table_header(s, keys, bits_column, spike_column, text_only);
         for (const lr_choice& c : lr.variants) {
             std::vector<std::string> values = c.variant;
             const lr_candidate& chosen = c.rates[c.chosen];
-            values.push_back(chosen.lr + edge_mark(c.edge));
+            values.push_back(chosen.lr + edge_mark(c.edge) + (c.some_run_solves ? "" : " (none solved)"));
             table_row(s, values,
                       metric_cells(entries, chosen.members, bits_column, text_only) +
                           spike_cell(entries, chosen.members, spike_column));

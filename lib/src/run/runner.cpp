@@ -166,9 +166,9 @@ private:
         if (!opt_.shard.sharded()) return out_.dir;
         return fmt::format("{}/shards/{}-of-{}", out_.dir, opt_.shard.index, opt_.shard.count);
     }
-    void write_summary();                     // under mu_
-    std::vector<std::string> edge_warnings_;  // of the last summary, logged once at the end
-    void log_progress();                      // under mu_
+    void write_summary();                   // under mu_
+    std::vector<std::string> lr_warnings_;  // of the last summary, logged once at the end
+    void log_progress();                    // under mu_
     void worker();
     bool next_run(std::size_t& i, bool& wait);
     void record(std::size_t i, const attempt& a);  // under mu_
@@ -181,7 +181,7 @@ void sweep_runner::write_summary() {
     for (std::size_t i = 0; i < results_.size(); ++i)
         if (results_[i]) entries.push_back({&spec_.runs[i], *results_[i]});
     write_summary_files(summary_dir(), out_.dir + "/runs", spec_, entries);
-    edge_warnings_ = edge_of_grid_warnings(spec_, select_learning_rates(spec_, entries));
+    lr_warnings_ = learning_rate_warnings(spec_, select_learning_rates(spec_, entries));
 }
 
 void sweep_runner::log_progress() {
@@ -542,7 +542,7 @@ sweep_outcome sweep_runner::run() {
                  out_.total, out_.ok, out_.diverged, out_.skipped, duration_text(seconds_since(sweep_t0_)),
                  out_.summary_path);
     if (!opt_.shard.sharded())
-        for (const std::string& w : edge_warnings_) spdlog::warn("{}", w);
+        for (const std::string& w : lr_warnings_) spdlog::warn("{}", w);
     if (out_.busy > 0)
         spdlog::warn(
             "{} runs were being trained by another process when this one was stopped and are not in this "

@@ -236,7 +236,7 @@ summarize_outcome summarize_sweep_dir(const std::string& dir, const report_optio
             out.strays.push_back(it->path().filename().string());
     std::sort(out.strays.begin(), out.strays.end());
     write_summary_files(dir, dir + "/runs", spec, entries);
-    out.edge_warnings = edge_of_grid_warnings(spec, select_learning_rates(spec, entries));
+    out.lr_warnings = learning_rate_warnings(spec, select_learning_rates(spec, entries));
     out.builds = build_mix_text(entries);
     return out;
 }

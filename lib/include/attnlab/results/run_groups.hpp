@@ -46,6 +46,16 @@ struct lr_choice {
     std::size_t chosen = 0;            // index into rates
     std::vector<int> selection_seeds;  // the seeds present at every rate, on which the choice is made
     lr_edge edge = lr_edge::interior;
+    // Synthetic tasks (all but text): whether any finished run of any rate
+    // solves the task on validation (solves_task on its final validation
+    // metrics). When none does, the choice ranks runs that all failed. Always
+    // true for text, where "solved" does not apply.
+    bool some_run_solves = true;
+    // The highest final validation accuracy that solves_task judges by (copy:
+    // sequence accuracy, else token accuracy) over the finished runs, and its rate.
+    std::string best_val_accuracy_name;  // "sequence accuracy" or "token accuracy"
+    double best_val_accuracy = 0;
+    std::string best_val_accuracy_lr;  // "" when no run finished
 };
 
 struct lr_selection {
@@ -56,9 +66,12 @@ struct lr_selection {
 
 lr_selection select_learning_rates(const experiment_spec& spec, const std::vector<summary_entry>& entries);
 
+// What a reader of the choice should know, one line per variant and cause:
 // "0.003 is the lowest rate tried for attention.numerator=taylor,attention.order=2:
-// extend the grid", one line per variant chosen at an edge (none for interior choices).
-std::vector<std::string> edge_of_grid_warnings(const experiment_spec& spec, const lr_selection& selection);
+// extend the grid" for a variant chosen at an edge, and "no rate tried for
+// attention.denominator=gate solves the task on validation (...)" for one
+// whose every run failed. None for an interior choice with a solving run.
+std::vector<std::string> learning_rate_warnings(const experiment_spec& spec, const lr_selection& selection);
 
 // "key=value,key=value" of a variant's keys that apply to it (empty values left out).
 std::string variant_label(const std::vector<std::string>& keys, const std::vector<std::string>& values);

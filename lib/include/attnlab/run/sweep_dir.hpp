@@ -78,8 +78,8 @@ struct summarize_outcome {
     int found = 0;                                             // done, in the summary
     std::vector<std::pair<std::string, std::string>> missing;  // run id, why not done
     std::vector<std::string> strays;                           // dirs in runs/ that are no run of the spec
-    std::vector<std::string> edge_warnings;                    // variants chosen at an edge of their grid
-    std::string builds;  // build_mix_text of the done runs: "" when one build made them all
+    std::vector<std::string> lr_warnings;  // learning_rate_warnings: choices at an edge, grids where nothing solved
+    std::string builds;                    // build_mix_text of the done runs: "" when one build made them all
 };
 // `report`: a baseline that replaces the spec's reports (summarize --baseline), or null.
 summarize_outcome summarize_sweep_dir(const std::string& dir, const report_options* report = nullptr);
