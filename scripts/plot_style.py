@@ -84,7 +84,8 @@ def save(fig, stem):
     paths = []
     for ext in ("png", "pdf"):
         path = f"{stem}.{ext}"
-        fig.savefig(path, dpi=DPI, bbox_inches="tight")
+        # No creation date in the PDF: redrawing an unchanged figure leaves its file unchanged.
+        fig.savefig(path, dpi=DPI, bbox_inches="tight", metadata={"CreationDate": None} if ext == "pdf" else None)
         paths.append(path)
     plt.close(fig)
     return paths

@@ -248,8 +248,12 @@ def curve_figure(panels, series, metrics, splits, title, scale, panel_height=2.9
                     continue
                 drawn.append((label, steps, med, lo, hi))
                 ax.fill_between(steps, lo, hi, color=st["color"], alpha=0.12, lw=0)
+                # Markers staggered series by series, so that lines lying on each other (two solved
+                # variants at accuracy 1) each stay visible.
+                every = max(1, len(steps) // 8)
+                first = series.index(label) * every // max(1, len(series))
                 ax.plot(steps, med, color=st["color"], ls=st["linestyle"], marker=st["marker"], ms=3.5, lw=1.4,
-                        markevery=max(1, len(steps) // 8), label=label)
+                        markevery=(first, every), label=label)
             ax.set_title(f"{split}, {panel}" if panel else split)
             ax.set_ylabel(f"{split} {metric_name}")
             if scale == "log":
