@@ -34,7 +34,8 @@ void add_summarize(CLI::App& app, action& chosen) {
             while (d.size() > 1 && d.back() == '/') d.pop_back();
             if (!match->empty() && baseline->empty()) throw config_error("--match: needs --baseline");
             std::optional<report_options> report;
-            if (!baseline->empty()) report = parse_report_options(load_spec_as_run(d), *baseline, *match);
+            if (!baseline->empty())
+                report = parse_report_options(load_spec_as_run(d, task_files::read_if_present), *baseline, *match);
             const summarize_outcome res = summarize_sweep_dir(d, report ? &*report : nullptr);
             for (const auto& [id, why] : res.missing) spdlog::warn("missing run {}: {}", id, why);
             for (const std::string& w : res.lr_warnings) spdlog::warn("{}", w);

@@ -407,6 +407,37 @@ TEST_CASE("text: the same bytes at another path are the same run; other bytes ar
     CHECK_THAT(r.err, Contains("task.sha256"));
 }
 
+TEST_CASE("text: summarize works without the corpus, from the size and sha256 the runs recorded", "[text][cli]") {
+    // A fresh clone of a repository holds the results but not the corpus they were trained on.
+    temp_dir dir;
+    fs::create_directories(dir / "data");
+    const fs::path corpus = dir / "data" / "f.txt", spec = dir / "s.yaml", out = dir / "results";
+    fs::copy_file(text_fixture, corpus);
+    write_text(spec, tiny_text_spec("gone", corpus.string()));
+    REQUIRE(run_cli({"run", spec.string(), "--out", out.string()}).code == 0);
+    const fs::path sweep = out / "gone";
+    const std::string summary = read_text(sweep / "summary.csv"), table = read_text(sweep / "table.md");
+    REQUIRE_THAT(summary, Contains(sha256_hex(read_text(corpus))));
+
+    fs::remove(corpus);
+    const cli_result r = run_cli({"summarize", sweep.string()});
+    CHECK(r.code == 0);
+    CHECK_THAT(r.err, Contains(corpus.string() + " is not on this machine: its size and sha256 are taken from the "
+                                                 "runs' config.yaml"));
+    CHECK_THAT(r.err, Contains("1/1 runs done"));
+    CHECK(read_text(sweep / "summary.csv") == summary);  // the same run, the same file recorded
+    CHECK(read_text(sweep / "table.md") == table);
+    // Training still needs the file.
+    const cli_result again = run_cli({"run", spec.string(), "--out", (dir / "other").string()});
+    CHECK(again.code == 2);
+    CHECK_THAT(again.err, Contains("cannot read the text file"));
+    // Other bytes at the same path are another file: the run no longer matches.
+    write_text(corpus, read_text(text_fixture) + "Amen.\n");
+    const cli_result other = run_cli({"summarize", sweep.string()});
+    CHECK(other.code == 1);
+    CHECK_THAT(other.err, Contains("task.sha256"));
+}
+
 TEST_CASE("text: outputs leave seq_acc empty and report bits per byte and the baselines", "[text][cli]") {
     temp_dir dir;
     const fs::path spec = dir / "s.yaml", out = dir / "results";

@@ -117,7 +117,7 @@ std::vector<std::string> read_overrides(const std::string& path) {
 
 }  // namespace
 
-experiment_spec load_spec_as_run(const std::string& dir) {
+experiment_spec load_spec_as_run(const std::string& dir, task_files files) {
     const std::string spec_path = dir + "/spec.yaml";
     std::error_code ec;
     if (!fs::is_directory(dir, ec))
@@ -136,7 +136,7 @@ experiment_spec load_spec_as_run(const std::string& dir) {
         while (!folder.empty() && (folder.back() == '\n' || folder.back() == '\r')) folder.pop_back();
         if (fs::path(folder).is_relative()) folder = (fs::path(dir) / folder).string();
     }
-    return parse_spec(text, spec_path, overrides, folder);
+    return parse_spec(text, spec_path, overrides, folder, files);
 }
 
 namespace {
@@ -209,8 +209,27 @@ std::string spec_as_run_difference(const std::string& dir, const experiment_spec
     return what;
 }
 
+namespace {
+
+// Without its text file (task_files::read_if_present), a text run's file is
+// known by the size and sha256 its finished run recorded in config.yaml: they
+// are taken from there, so that the run still matches its spec and
+// summary.csv records them. Returns whether it did.
+bool take_task_file_from_run(run_config& cfg, const run_dir_check& c, const std::string& run_dir) {
+    task_config& t = cfg.task;
+    if (t.kind != task_kind::text || (t.size != 0 && !t.sha256.empty()) || c.state != run_dir_state::finished)
+        return false;
+    const run_config recorded = run_config_from_yaml(c.config_yaml, run_dir + "/config.yaml");
+    if (t.size == 0) t.size = recorded.task.size;
+    if (t.sha256.empty()) t.sha256 = recorded.task.sha256;
+    return true;
+}
+
+}  // namespace
+
 summarize_outcome summarize_sweep_dir(const std::string& dir, const report_options* report) {
-    experiment_spec spec = load_spec_as_run(dir);
+    // A text experiment can be summarized where its corpus is not (a fresh clone).
+    experiment_spec spec = load_spec_as_run(dir, task_files::read_if_present);
     if (report) spec.reports = {*report};
     if (const int n = remove_stale_temporaries(dir); n > 0)
         spdlog::info("removed {} temporary file{} of killed processes in {}", n, n == 1 ? "" : "s", dir);
@@ -218,11 +237,13 @@ summarize_outcome summarize_sweep_dir(const std::string& dir, const report_optio
     out.total = static_cast<int>(spec.runs.size());
     std::vector<summary_entry> entries;
     std::set<std::string> ids;
-    for (const auto& point : spec.runs) {
+    std::set<std::string> files_from_runs;  // text files not on this machine
+    for (auto& point : spec.runs) {
         ids.insert(point.id);
         const std::string run_dir = dir + "/runs/" + point.id;
-        const std::string config_yaml = run_config_to_yaml(point.config);
         const run_dir_check c = check_run_dir(run_dir);
+        if (take_task_file_from_run(point.config, c, run_dir)) files_from_runs.insert(point.config.task.path);
+        const std::string config_yaml = run_config_to_yaml(point.config);
         if (c.state == run_dir_state::finished && same_run_config(c.config_yaml, config_yaml)) {
             entries.push_back({&point, *c.result});
             ++out.found;
@@ -235,6 +256,8 @@ summarize_outcome summarize_sweep_dir(const std::string& dir, const report_optio
         if (it->is_directory() && !ids.count(it->path().filename().string()))
             out.strays.push_back(it->path().filename().string());
     std::sort(out.strays.begin(), out.strays.end());
+    for (const std::string& f : files_from_runs)
+        spdlog::info("{} is not on this machine: its size and sha256 are taken from the runs' config.yaml", f);
     write_summary_files(dir, dir + "/runs", spec, entries);
     out.lr_warnings = learning_rate_warnings(spec, select_learning_rates(spec, entries));
     out.builds = build_mix_text(entries);

@@ -137,7 +137,7 @@ run_config resolve(const config_source& base, const entries& with_set, const ent
             auto sl = base.section_line.find("task");
             return where{base.file, sl == base.section_line.end() ? base.line : sl->second, join_path(base.path, key)};
         };
-        record_task_file(cfg, base.task_file_folder, at, at_point);
+        record_task_file(cfg, base.task_file_folder, at, at_point, base.task_file_may_be_missing);
     }
     return cfg;
 }

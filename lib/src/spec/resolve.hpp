@@ -36,6 +36,7 @@ struct config_source {
     // relative to this folder) and records them; a config.yaml already holds
     // them (empty: not read).
     std::string task_file_folder;
+    bool task_file_may_be_missing = false;  // task_files::read_if_present
 };
 
 // `key_line`: line of the `base:` key (where a missing key is reported);

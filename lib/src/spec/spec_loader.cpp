@@ -45,7 +45,8 @@ std::string absolute_folder(const std::string& folder) {
 }
 
 experiment_spec parse_spec_checked(const std::string& text, const std::string& file,
-                                   const std::vector<std::string>& set_overrides, const std::string& folder) {
+                                   const std::vector<std::string>& set_overrides, const std::string& folder,
+                                   task_files files) {
     experiment_spec spec;
     spec.path = file;
     spec.folder = absolute_folder(folder.empty() ? std::filesystem::path(file).parent_path().string() : folder);
@@ -88,6 +89,7 @@ experiment_spec parse_spec_checked(const std::string& text, const std::string& f
         fail({file, root_line, "base"}, "missing required key, expected a map with one complete run configuration");
     config_source base = parse_config(top["base"].value, file, "base", top["base"].key_line, top["base"].line);
     base.task_file_folder = spec.folder;
+    base.task_file_may_be_missing = files == task_files::read_if_present;
     check_required(base);
 
     std::vector<grid> grids;
@@ -133,9 +135,9 @@ experiment_spec parse_spec_checked(const std::string& text, const std::string& f
 }  // namespace
 
 experiment_spec parse_spec(const std::string& yaml_text, const std::string& file_label,
-                           const std::vector<std::string>& set_overrides, const std::string& folder) {
+                           const std::vector<std::string>& set_overrides, const std::string& folder, task_files files) {
     try {
-        return parse_spec_checked(yaml_text, file_label, set_overrides, folder);
+        return parse_spec_checked(yaml_text, file_label, set_overrides, folder, files);
     } catch (const YAML::Exception& e) {  // defensive: yaml-cpp errors outside load_yaml
         fail({file_label, e.mark.line >= 0 ? e.mark.line + 1 : 0, ""}, "YAML error: " + e.msg);
     }

@@ -59,10 +59,16 @@ std::string absolute_path(const std::string& path, const std::string& folder) {
 }  // namespace
 
 void record_task_file(run_config& cfg, const std::string& folder,
-                      const std::function<where(const std::string& key)>& at, const std::string& at_point) {
+                      const std::function<where(const std::string& key)>& at, const std::string& at_point,
+                      bool may_be_missing) {
     task_config& t = cfg.task;
     if (t.kind != task_kind::text) return;
     const std::string path = absolute_path(t.path, folder);
+    std::error_code missing;
+    if (may_be_missing && !fs::exists(path, missing) && !missing) {
+        t.path = path;
+        return;
+    }
     const auto check_size = [&](std::uint64_t size) {
         if (size == 0) fail(at("task.path"), path + " is empty" + at_point);
         if (size > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))

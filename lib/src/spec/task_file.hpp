@@ -14,8 +14,10 @@
 namespace attnlab::spec_internal {
 
 // Nothing for other tasks. `folder` (absolute) resolves a relative path; `at` gives where a task key was written, for
-// the error; `at_point` is appended to messages (the sweep point).
+// the error; `at_point` is appended to messages (the sweep point). `may_be_missing`: a file that does not exist
+// only has its path resolved (task_files::read_if_present).
 void record_task_file(run_config& cfg, const std::string& folder,
-                      const std::function<where(const std::string& key)>& at, const std::string& at_point);
+                      const std::function<where(const std::string& key)>& at, const std::string& at_point,
+                      bool may_be_missing = false);
 
 }  // namespace attnlab::spec_internal

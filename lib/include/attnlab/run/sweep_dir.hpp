@@ -40,7 +40,8 @@ std::string spec_folder_from(const std::string& dir, const std::string& folder);
 // (for directories written before that file existed: the "--set KEY=VALUE"
 // words of spec.yaml's first line). Throws config_error when <dir>/spec.yaml
 // is missing or no longer a valid spec, io_error when overrides.yaml is malformed.
-experiment_spec load_spec_as_run(const std::string& dir);
+// `files`: whether a text task's file must be on this machine (spec.hpp).
+experiment_spec load_spec_as_run(const std::string& dir, task_files files = task_files::read);
 
 // Membership of the `attnlab run` processes writing one results directory:
 // each holds a shared flock on <dir>/.users for its lifetime. The constructor
@@ -72,7 +73,9 @@ std::string spec_as_run_difference(const std::string& dir, const experiment_spec
 
 // `attnlab summarize DIR`: rebuilds DIR/summary.csv, curves.csv and table.md from
 // DIR/spec.yaml (load_spec_as_run) and every done run's result.yaml, rows in
-// spec order, whichever process or shard trained them.
+// spec order, whichever process or shard trained them. A text experiment whose
+// file is not on this machine (a fresh clone without the corpus) is summarized
+// from the size and sha256 its finished runs recorded.
 struct summarize_outcome {
     int total = 0;                                             // runs of the spec
     int found = 0;                                             // done, in the summary

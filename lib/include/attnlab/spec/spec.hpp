@@ -54,10 +54,19 @@ report_options parse_report_options(const experiment_spec& spec, const std::vect
 // Reads and checks a spec file; `set_overrides` are "dotted.key=value" strings.
 experiment_spec load_spec(const std::string& path, const std::vector<std::string>& set_overrides = {});
 
+// How a spec treats a text task's file (task.path). `read`: it must exist; it
+// is read, checked and its size and sha256 recorded. `read_if_present`: the
+// same when it exists; when it does not, only its path is resolved and
+// task.size and task.sha256 stay as the spec gives them (possibly unset),
+// for a caller that takes them from finished runs (summarize, on a machine
+// without the corpus).
+enum class task_files { read, read_if_present };
+
 // Same, from text; `file_label` names the source in error messages. A
 // relative task.path resolves against `folder`, by default the label's folder.
 experiment_spec parse_spec(const std::string& yaml_text, const std::string& file_label,
-                           const std::vector<std::string>& set_overrides = {}, const std::string& folder = "");
+                           const std::vector<std::string>& set_overrides = {}, const std::string& folder = "",
+                           task_files files = task_files::read);
 
 // The complete resolved configuration as YAML (every meaningful key, defaults
 // included, floats round-trip exactly); what runs/<run_id>/config.yaml holds.
