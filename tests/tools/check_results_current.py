@@ -72,8 +72,9 @@ def check_folder(attnlab, folder, work):
     if proc.returncode not in (0, 1):
         return [f"{folder}: attnlab summarize failed ({proc.returncode}): {proc.stderr.strip()[-300:]}"]
     problems = []
+    ignored = ignored_names(folder)
     for f in WRITTEN:
-        if f in ignored_names(folder):
+        if f in ignored:
             continue  # not committed on purpose (lm_stability's curves.csv: 13 MB of per-step losses)
         committed_path, written_path = os.path.join(folder, f), os.path.join(copy, f)
         has_committed, has_written = os.path.exists(committed_path), os.path.exists(written_path)

@@ -76,12 +76,6 @@ std::string four_decimals(double v) {
     return buf;
 }
 
-// The accuracy solves_task judges a run by: every token of a copy (copy),
-// each answer token (the other synthetic tasks).
-double solving_accuracy(task_kind kind, const eval_metrics& m) {
-    return kind == task_kind::copy ? m.seq_acc : m.token_acc;
-}
-
 // Fills c.some_run_solves and the best final validation accuracy over every
 // finished run of every rate (all seeds: a seed beyond the grid's that
 // solves still shows the task can be learnt at that rate).
@@ -89,7 +83,7 @@ void mark_whether_some_run_solves(lr_choice& c, const std::vector<summary_entry>
     const task_kind kind = entries[c.rates.front().members.front()].point->config.task.kind;
     if (kind == task_kind::text) return;
     c.some_run_solves = false;
-    c.best_val_accuracy_name = kind == task_kind::copy ? "sequence accuracy" : "token accuracy";
+    c.best_val_accuracy_name = solving_accuracy_name(kind);
     for (const lr_candidate& rate : c.rates)
         for (std::size_t i : rate.members) {
             const run_result& r = entries[i].result;

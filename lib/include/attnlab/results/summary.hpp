@@ -80,6 +80,14 @@ void write_summary_files(const std::string& dir, const std::string& runs_dir, co
 inline constexpr double solved_token_acc = 0.99;
 inline constexpr double solved_copy_seq_acc = 0.9;
 
+// The accuracy solves_task judges a run by, and its name.
+inline double solving_accuracy(task_kind kind, const eval_metrics& m) {
+    return kind == task_kind::copy ? m.seq_acc : m.token_acc;
+}
+inline const char* solving_accuracy_name(task_kind kind) {
+    return kind == task_kind::copy ? "sequence accuracy" : "token accuracy";
+}
+
 // Whether a run's final test metrics count as solving its task: for copy
 // every token of a 32-63 token copy must be right, so a run counts when
 // >= 90 % of its copies are exact (a 0.99 token accuracy can hide a copy in
@@ -87,8 +95,7 @@ inline constexpr double solved_copy_seq_acc = 0.9;
 // >= 0.99. A language model (text) never "solves" its task.
 inline bool solves_task(task_kind kind, const eval_metrics& test) {
     if (kind == task_kind::text) return false;
-    if (kind == task_kind::copy) return test.seq_acc >= solved_copy_seq_acc;
-    return test.token_acc >= solved_token_acc;
+    return solving_accuracy(kind, test) >= (kind == task_kind::copy ? solved_copy_seq_acc : solved_token_acc);
 }
 
 // A loss in nats as bits (per byte, for text): loss / ln 2.
