@@ -58,6 +58,7 @@ void add_run(CLI::App& app, action& chosen) {
     auto max_memory = std::make_shared<std::string>();
     auto save_every = std::make_shared<double>(300);
     auto overwrite = std::make_shared<bool>(false);
+    auto rerun_other_builds = std::make_shared<bool>(false);
     opts->add_to(*cmd);
     cmd->add_option("--out", *out, "Directory that receives <name>/")->capture_default_str()->type_name("DIR");
     cmd->add_option("--threads", *threads, "Threads for OpenMP and Eigen, shared by the jobs (0: all cores)")
@@ -82,6 +83,9 @@ void add_run(CLI::App& app, action& chosen) {
     cmd->add_flag("--overwrite", *overwrite,
                   "Retrain finished runs whose configuration the spec or --set changed (otherwise refused), and "
                   "go ahead while another process writes the folder with another spec");
+    cmd->add_flag("--rerun-other-builds", *rerun_other_builds,
+                  "Retrain with this build the runs of every comparison (report:) whose runs come from different "
+                  "builds or carry no build stamp; each old run is kept until its new one is done");
     cmd->callback([=, &chosen] {
         chosen = [=] {
             runner_options ro;
@@ -95,6 +99,7 @@ void add_run(CLI::App& app, action& chosen) {
             ro.stop = &stop_requested;
             ro.save_every_s = *save_every;
             ro.overwrite = *overwrite;
+            ro.rerun_other_builds = *rerun_other_builds;
             const sweep_outcome res = run_sweep(spec, ro);
             if (res.interrupted) {
                 const int sig = stop_signal.load();

@@ -13,6 +13,7 @@
 #include "attnlab/results/run_groups.hpp"
 #include "attnlab/results/summary.hpp"
 #include "attnlab/spec/spec.hpp"
+#include "attnlab/util/build_info.hpp"
 #include "attnlab/util/error.hpp"
 #include "support/text_files.hpp"
 
@@ -142,7 +143,7 @@ report: {baseline: {attention.numerator: exp}}
     std::mt19937 rng(7);
     std::shuffle(entries.begin(), entries.end(), rng);
 
-    const comparisons_result res = compare_with_baseline(spec, entries, spec.reports[0]);
+    const comparisons_result res = compare_with_baselines(spec, entries, spec.reports[0]);
     REQUIRE(res.rows.size() == 2);  // linear and elu1; exp is the baseline
     const comparison* linear = nullptr;
     const comparison* elu1 = nullptr;
@@ -151,9 +152,9 @@ report: {baseline: {attention.numerator: exp}}
     REQUIRE(elu1);
     CHECK(linear->lr == "0.001");
     CHECK(linear->baseline_lr == "0.001");
-    REQUIRE(linear->metrics[0] == "loss");
+    REQUIRE(linear->metrics[0].metric == "loss");
     // linear seeds 0, 1, 2 against exp seeds 0, 1, 2 (exp's seed 3 is unpaired): d = 0.5, 0.6, 0.4.
-    const paired_difference& d = linear->differences[0];
+    const paired_difference& d = linear->metrics[0].d;
     CHECK(d.n == 3);
     CHECK(d.seeds == std::vector<int>{0, 1, 2});
     CHECK(d.mean == Approx(0.5));
@@ -161,13 +162,13 @@ report: {baseline: {attention.numerator: exp}}
     CHECK(d.low == Approx(0.5 - 0.248414).margin(1e-6));
     CHECK(linear->unpaired_seeds == 1);
     // elu1 has seeds 0, 1: d = 0.4, 0.35.
-    CHECK(elu1->differences[0].n == 2);
-    CHECK(elu1->differences[0].mean == Approx(0.375));
+    CHECK(elu1->metrics[0].d.n == 2);
+    CHECK(elu1->metrics[0].d.mean == Approx(0.375));
     CHECK(elu1->unpaired_seeds == 2);
 
-    // comparisons.csv: one row per variant and metric, with the interval.
+    // comparisons.csv: one row per variant and metric, with the interval (no run diverged: no diverged rows).
     const auto rows = csv_rows(comparisons_csv(spec, {res}));
-    REQUIRE(rows.size() == 6);  // 2 variants x (loss, token_acc, seq_acc)
+    REQUIRE(rows.size() == 8);  // 2 variants x (loss, token_acc, seq_acc, solved)
     CHECK(rows[0].at("metric") == "loss");
     CHECK(rows[0].at("n") == (rows[0].at("attention.numerator") == "linear" ? "3" : "2"));
     CHECK(rows[0].at("baseline") == "attention.numerator=exp");
@@ -175,9 +176,11 @@ report: {baseline: {attention.numerator: exp}}
     // table.md: the section, the interval cells, "not resolved" where 0 is inside.
     const std::string table = summary_table_md(spec, entries);
     INFO(table);
-    CHECK_THAT(table, Contains("## Paired differences against attention.numerator=exp"));
-    CHECK_THAT(table, Contains("| linear | 0.001 | 0.001 | +0.5000 [+0.2516, +0.7484] (3) |"));
-    CHECK_THAT(table, Contains("+0.0000 [+0.0000, +0.0000] (3) not resolved"));  // token_acc is equal
+    CHECK_THAT(table, Contains("## Comparisons\n\nBaseline: attention.numerator=exp."));
+    CHECK_THAT(table, Contains("| attention.numerator=linear | attention.numerator=exp | 0.001 / 0.001 | "
+                               "+0.5000 [+0.2516, +0.7484] | 3 |"));
+    // token_acc is equal on every seed: p = 1.
+    CHECK_THAT(table, Contains("+0.0000 [+0.0000, +0.0000] | 3 | 1.000 | 1.000 | not resolved |"));
 }
 
 TEST_CASE("comparisons: one paired seed, a diverged seed, no baseline, two baselines", "[comparisons]") {
@@ -213,17 +216,17 @@ report:
     // linear/norm (seed 1 diverged) against exp/norm (seed 0 only): one pair, seed 1 unpaired.
     const comparison& lin_norm = all[1].rows[1];
     CHECK(lin_norm.baseline == std::vector<std::string>{"exp", "norm"});
-    CHECK(lin_norm.differences[0].n == 1);
-    CHECK_FALSE(lin_norm.differences[0].has_interval());
+    CHECK(lin_norm.metrics[0].d.n == 1);
+    CHECK_FALSE(lin_norm.metrics[0].d.has_interval());
     CHECK(lin_norm.unpaired_seeds == 1);
     CHECK(lin_norm.diverged_seeds == 0);
-    CHECK_THAT(comparisons_md(spec, all[1]), Contains("+0.0000 (1): one paired seed, no interval"));
+    CHECK_THAT(comparisons_md(spec, all[1]), Contains("+0.0000 (one paired seed) | 1 | – | – | no test |"));
     // The same variant against exp/softmax (both seeds): seed 1 is left out as diverged.
     const comparison& lin_norm_vs_softmax = all[0].rows[2];
     CHECK(lin_norm_vs_softmax.variant == std::vector<std::string>{"linear", "norm"});
-    CHECK(lin_norm_vs_softmax.differences[0].n == 1);
+    CHECK(lin_norm_vs_softmax.metrics[0].d.n == 1);
     CHECK(lin_norm_vs_softmax.diverged_seeds == 1);
-    CHECK_THAT(comparisons_md(spec, all[0]), Contains("| 1 diverged |"));
+    CHECK_THAT(comparisons_md(spec, all[0]), Contains("left out of the paired metrics: 1 diverged, 0 unpaired seeds"));
     // The third names only the numerator: two exp variants match, so nothing is compared.
     CHECK(all[2].rows.empty());
     REQUIRE_FALSE(all[2].notes.empty());
@@ -361,17 +364,206 @@ seeds: [0, 1]
                      "spec.yaml:9: report.baseline.attention.numerator:");
     check_spec_error(sweep + "report: {basline: {attention.numerator: exp}}\n",
                      "spec.yaml:9: report.basline: unknown key, did you mean 'baseline'?");
-    check_spec_error(sweep + "report: {match: [attention.numerator]}\n", "spec.yaml:9: report.baseline: missing");
+    check_spec_error(sweep + "report: {match: [attention.numerator]}\n", "spec.yaml:9: report.baselines: missing");
     check_spec_error(sweep + "report:\n  - {baseline: {attention.numerator: exp}, match: [attention.numerator]}\n",
-                     "spec.yaml:10: report[0].match: attention.numerator is both in the baseline and in match");
+                     "spec.yaml:10: report[0].match: attention.numerator is both in a baseline and in match");
 
-    // summarize --baseline/--match: the same checks, naming the option.
-    const experiment_spec swept = parse_spec(sweep, "spec.yaml");
-    const report_options r = parse_report_options(swept, {"attention.numerator=exp"}, {});
-    REQUIRE(r.baseline.size() == 1);
-    CHECK(r.baseline[0] == std::pair<std::string, std::string>{"attention.numerator", "exp"});
-    CHECK_THROWS_WITH(parse_report_options(swept, {"attention.order=2"}, {}),
+    // summarize --baseline/--match: the same checks, naming the option; the report is added to the spec's.
+    experiment_spec swept = parse_spec(sweep + "report: {baseline: {attention.numerator: linear}}\n", "spec.yaml");
+    add_report_options(swept, {{"attention.numerator=exp"}, {}, {}, {}, "", {}});
+    REQUIRE(swept.reports.size() == 2);
+    REQUIRE(swept.reports[1].baselines.size() == 1);
+    CHECK(swept.reports[1].baselines[0] == key_values{{"attention.numerator", "exp"}});
+    CHECK(swept.reports[1].name == "summarize options");
+    CHECK_THROWS_WITH(add_report_options(swept, {{"attention.order=2"}, {}, {}, {}, "", {}}),
                       StartsWith("--baseline: attention.order: is not swept"));
-    CHECK_THROWS_WITH(parse_report_options(swept, {"attention.numerator=exp"}, {"attention.numerator"}),
+    CHECK_THROWS_WITH(add_report_options(swept, {{"attention.numerator=exp"}, {"attention.numerator"}, {}, {}, "", {}}),
                       StartsWith("--match: attention.numerator: is also given to --baseline"));
+}
+
+TEST_CASE("verdicts: Holm within the family, level inside a declared margin, counts with Fisher", "[comparisons]") {
+    const experiment_spec spec = parse_spec(std::string(base_text) + R"(sweep:
+  attention.numerator: [exp, linear, elu1, cosine]
+seeds: [0, 1, 2, 3]
+report:
+  name: four
+  baselines: [{attention.numerator: exp}]
+  margin: {loss: 0.1}
+)",
+                                            "spec.yaml");
+    REQUIRE(spec.reports.size() == 1);
+    REQUIRE(spec.reports[0].margins.size() == 1);
+    // Final test losses per seed; token accuracy 0.995 solves, 0.5 does not.
+    const std::map<std::string, std::vector<double>> loss = {{"exp", {1.00, 1.10, 0.95, 1.05}},
+                                                             {"linear", {1.50, 1.62, 1.44, 1.58}},
+                                                             {"elu1", {1.01, 1.09, 0.97, 1.04}},
+                                                             {"cosine", {1.2, 0.9, 1.3, 0.8}}};
+    const std::map<std::string, std::vector<double>> acc = {{"exp", {0.995, 0.995, 0.995, 0.995}},
+                                                            {"linear", {0.5, 0.5, 0.5, 0.5}},
+                                                            {"elu1", {0.995, 0.995, 0.995, 0.995}},
+                                                            {"cosine", {0.995, 0.5, 0.995, 0.5}}};
+    std::vector<summary_entry> entries;
+    for (const run_point& p : spec.runs) {
+        const std::string n = config_map(p.config).at("attention.numerator");
+        entries.push_back({&p, finished(loss.at(n)[p.config.seed], acc.at(n)[p.config.seed])});
+    }
+    const comparisons_result res = compare_with_baselines(spec, entries, spec.reports[0]);
+    REQUIRE(res.rows.size() == 3);
+    CHECK(res.name == "four");
+    auto metric = [&](const std::string& numerator, const std::string& name) -> const metric_comparison& {
+        for (const comparison& c : res.rows)
+            if (c.variant[0] == numerator)
+                for (const metric_comparison& m : c.metrics)
+                    if (m.metric == name) return m;
+        FAIL("no " << name << " for " << numerator);
+        throw;
+    };
+    // References: scipy.stats.ttest_1samp(d, 0).pvalue; TOST = max of ttest_1samp(d, -0.1,
+    // alternative='greater') and ttest_1samp(d, 0.1, alternative='less'); Holm by its definition over the 3.
+    const metric_comparison& linear = metric("linear", "loss");
+    CHECK(linear.p == Approx(1.2632452069744027e-05).epsilon(1e-8));
+    CHECK(linear.p_adjusted == Approx(3.789735620923208e-05).epsilon(1e-8));
+    CHECK(linear.result == verdict::behind);
+    const metric_comparison& elu1 = metric("elu1", "loss");
+    CHECK(elu1.p == Approx(0.7608203755145106).epsilon(1e-8));
+    CHECK(elu1.p_adjusted == 1.0);
+    CHECK(elu1.p_level == Approx(0.000491400948859723).epsilon(1e-8));
+    CHECK(elu1.p_level_adjusted == Approx(0.0014742028465791692).epsilon(1e-8));
+    CHECK(elu1.result == verdict::level);
+    CHECK(elu1.correlation == Approx(0.995429293735804).epsilon(1e-8));  // scipy.stats.pearsonr
+    CHECK(elu1.welch.p == Approx(0.9534721933154566).epsilon(1e-8));     // ttest_ind(equal_var=False)
+    const metric_comparison& cosine = metric("cosine", "loss");
+    CHECK(cosine.p_level_adjusted == Approx(0.647015180018903).epsilon(1e-8));
+    CHECK(cosine.result == verdict::not_resolved);
+    // Without a margin nothing is level: token accuracy has none (elu1's is equal to exp's on every seed).
+    CHECK(metric("elu1", "token_acc").result == verdict::not_resolved);
+    CHECK_FALSE(metric("elu1", "token_acc").margin);
+    // Power: cosine's sd of differences is large; level at ±0.1 would take more seeds than it has.
+    CHECK(cosine.seeds_needed > 4);
+    CHECK(cosine.seeds_needed_family >= cosine.seeds_needed);
+
+    // Solved: exp 4/4, linear 0/4 (Fisher p 0.0286; scipy.stats.fisher_exact([[0, 4], [4, 0]])), cosine
+    // 2/4 (0.4286), elu1 4/4 (1). Holm over the 3: linear's 0.0857 does not resolve.
+    const metric_comparison& solved = metric("linear", "solved");
+    CHECK(solved.binary);
+    CHECK(solved.variant_count.k == 0);
+    CHECK(solved.baseline_count.k == 4);
+    CHECK(solved.p == Approx(0.028571428571428567).epsilon(1e-9));
+    CHECK(solved.p_adjusted == Approx(3 * 0.028571428571428567).epsilon(1e-9));
+    CHECK(solved.result == verdict::not_resolved);
+    CHECK(solved.smallest_p == Approx(0.028571428571428567).epsilon(1e-9));
+    // scipy.stats.binomtest(2, 4).proportion_ci(method='exact')
+    CHECK(metric("cosine", "solved").variant_count.interval.low == Approx(0.06758598648854298).epsilon(1e-9));
+    CHECK(metric("cosine", "solved").variant_count.interval.high == Approx(0.932414013511457).epsilon(1e-9));
+    // No run diverged: no divergence rows.
+    for (const comparison& c : res.rows)
+        for (const metric_comparison& m : c.metrics) CHECK(m.metric != "diverged");
+
+    // The same family without correction: linear's solved count is resolved behind.
+    experiment_spec uncorrected = spec;
+    uncorrected.reports[0].correction = correction_kind::none;
+    const comparisons_result raw = compare_with_baselines(uncorrected, entries, uncorrected.reports[0]);
+    for (const comparison& c : raw.rows)
+        for (const metric_comparison& m : c.metrics)
+            if (c.variant[0] == "linear" && m.metric == "solved") CHECK(m.result == verdict::behind);
+
+    // comparisons.csv records the margin, the correction, alpha and the verdicts.
+    const auto rows = csv_rows(comparisons_csv(spec, {res}));
+    bool seen_level = false;
+    for (const auto& row : rows) {
+        CHECK(row.at("correction") == "holm");
+        CHECK(row.at("alpha") == "0.05");
+        CHECK(row.at("report") == "four");
+        if (row.at("attention.numerator") == "elu1" && row.at("metric") == "loss") {
+            seen_level = true;
+            CHECK(row.at("verdict") == "level");
+            CHECK(row.at("margin") == "0.1");
+            CHECK(row.at("family_size") == "3");
+        }
+    }
+    CHECK(seen_level);
+    const std::string md = comparisons_md(spec, res);
+    INFO(md);
+    CHECK_THAT(md, Contains("### loss (3 comparisons in the family, margin ±0.1)"));
+    CHECK_THAT(md, Contains("### token_acc (3 comparisons in the family, no margin declared: nothing is level)"));
+    CHECK_THAT(md, Contains("seeds cannot show level at ±0.1"));
+}
+
+TEST_CASE("verdicts: several baselines, among, selection seeds left out, builds named", "[comparisons]") {
+    const experiment_spec spec = parse_spec(std::string(base_text) + R"(sweep:
+  - {attention.numerator: [exp, linear, elu1], train.lr: [1.0e-3, 1.0e-2], seeds: [9]}
+  - {attention.numerator: [exp, linear, elu1], train.lr: [1.0e-3]}
+seeds: [0, 1, 2]
+report:
+  baselines: [{attention.numerator: exp}, {attention.numerator: elu1}]
+  among: {attention.numerator: [linear]}
+  select_on: [9]
+)",
+                                            "spec.yaml");
+    CHECK(spec.selection_seeds == std::vector<int>{9});
+    // Seed 9 alone chooses (1e-3's validation loss is below 1e-2's there); seeds 0-2 exist at 1e-3
+    // only, so each variant is judged at 1e-3, on seeds 0, 1 and 2.
+    std::vector<summary_entry> entries;
+    for (const run_point& p : spec.runs) {
+        const auto c = config_map(p.config);
+        const std::string n = c.at("attention.numerator");
+        double l = n == "linear" ? 1.5 : n == "elu1" ? 1.2 : 1.0;
+        l += 0.01 * p.config.seed;
+        if (c.at("train.lr") == "0.01") l = 2.0;
+        if (p.config.seed == 9) l -= 0.5;  // a seed that would move every mean if it were compared
+        run_result r = finished(l, 0.5);
+        r.build = build_info{p.config.seed == 2 && n == "exp" ? "bbbbbbbbbbbb" : "aaaaaaaaaaaa", "Release", "avx2", 1};
+        entries.push_back({&p, r});
+    }
+    const comparisons_result res = compare_with_baselines(spec, entries, spec.reports[0]);
+    // Only linear is compared, with each of the two baselines.
+    REQUIRE(res.rows.size() == 2);
+    CHECK(res.rows[0].baseline_text == "attention.numerator=exp");
+    CHECK(res.rows[1].baseline_text == "attention.numerator=elu1");
+    for (const comparison& c : res.rows) {
+        CHECK(c.variant[0] == "linear");
+        CHECK(c.lr == "0.001");
+        CHECK(c.metrics[0].d.seeds == std::vector<int>{0, 1, 2});  // seed 9 chose, and is not compared
+    }
+    CHECK(res.rows[0].metrics[0].d.mean == Approx(0.5));
+    CHECK(res.rows[1].metrics[0].d.mean == Approx(0.3));
+    CHECK(res.family_size.at("loss") == 2);  // both baselines in one family
+    // exp's seed 2 comes from another build: the comparison with exp names it, the one with elu1 is clean.
+    CHECK(res.rows[0].builds == "mixed");
+    CHECK(res.rows[0].other_build_runs == std::vector<std::string>{"attention.numerator=exp,train.lr=0.001,seed=2"});
+    CHECK(res.rows[1].builds == "one");
+    const std::vector<std::string> warnings = comparison_build_warnings({res});
+    REQUIRE(warnings.size() == 1);
+    CHECK_THAT(warnings[0], Contains("1 comparison pairs runs of different builds"));
+    CHECK_THAT(warnings[0], Contains("attention.numerator=exp,train.lr=0.001,seed=2"));
+    // A compared run without a stamp makes both its comparisons "unstamped"; a selection seed's does not count.
+    for (summary_entry& e : entries)
+        if (e.point->config.seed == 9 || e.point->id == "attention.numerator=linear,train.lr=0.001,seed=0")
+            e.result.build.reset();
+    const comparisons_result unstamped = compare_with_baselines(spec, entries, spec.reports[0]);
+    CHECK(unstamped.rows[0].builds == "unstamped");
+    CHECK(unstamped.rows[1].builds == "unstamped");
+    CHECK(unstamped.rows[1].other_build_runs ==
+          std::vector<std::string>{"attention.numerator=linear,train.lr=0.001,seed=0"});
+
+    // Report errors name file, line and key.
+    const std::string sweep = std::string(base_text) + "sweep:\n  attention.numerator: [exp, linear]\n";
+    check_spec_error(sweep + "report: {baselines: [{attention.numerator: exp}], margin: {los: 0.1}}\n",
+                     "spec.yaml:9: report.margin.los: unknown metric, did you mean 'loss'?");
+    check_spec_error(sweep + "report: {baselines: [{attention.numerator: exp}], margin: {loss: -1}}\n",
+                     "spec.yaml:9: report.margin.loss: expected a number > 0");
+    check_spec_error(sweep + "report: {baselines: [{attention.numerator: exp}], correction: bonferroni}\n",
+                     "spec.yaml:9: report.correction: expected holm or none, got 'bonferroni'");
+    check_spec_error(sweep + "report: {baselines: [{attention.numerator: exp}, {attention.numerator: exp}]}\n",
+                     "spec.yaml:9: report.baselines[1]: the same baseline twice");
+    check_spec_error(
+        sweep + "report: {baseline: {attention.numerator: exp}, baselines: [{attention.numerator: exp}]}\n",
+        "spec.yaml:9: report.baseline: give baseline (one) or baselines (a list), not both");
+    check_spec_error(sweep +
+                         "report:\n  - {baselines: [{attention.numerator: exp}], select_on: [1]}\n"
+                         "  - {baselines: [{attention.numerator: linear}], select_on: [2]}\n",
+                     "spec.yaml:11: report[1].select_on: differs from another report's select_on");
+    check_spec_error(
+        sweep + "report: {baselines: [{attention.numerator: exp}], among: {attention.numerator: [expo]}}\n",
+        "spec.yaml:9: report.among.attention.numerator:");
 }

@@ -377,3 +377,72 @@ TEST_CASE_METHOD(six_runs_dir, "attnlab run --shard and --jobs, attnlab summariz
     CHECK(not_results.code == 2);
     CHECK_THAT(not_results.err, Contains("no spec.yaml"));
 }
+
+TEST_CASE_METHOD(in_process_sweep,
+                 "--rerun-other-builds retrains the runs of comparisons that mix builds, and no other", "[sweep]") {
+    const experiment_spec spec = parse_spec(
+        tiny_lookup_spec(
+            "builds", 20, 10,
+            "sweep:\n  attention.numerator: [exp, linear]\n  attention.denominator: [softmax, norm]\n"
+            "seeds: [0, 1]\nreport: {baseline: {attention.numerator: exp}, match: [attention.denominator]}\n"),
+        "builds.yaml");
+    REQUIRE(run_sweep(spec, opt).ok == 8);
+    const fs::path runs = tmp / "builds" / "runs";
+    const std::string changed = "attention.numerator=linear,attention.denominator=softmax,seed=0";
+    const std::string metrics_before = read_text(runs / changed / "metrics.csv");
+    // The run as if another build had trained it.
+    const std::string result = read_text(runs / changed / "result.yaml");
+    const std::size_t at = result.find("commit: \"");
+    REQUIRE(at != std::string::npos);
+    std::string other = result;
+    other.replace(at + 9, 12, "000000000000");
+    write_file_atomic((runs / changed / "result.yaml").string(), other);
+    const summarize_outcome flagged = summarize_sweep_dir((tmp / "builds").string());
+    REQUIRE(flagged.comparison_warnings.size() == 1);
+    CHECK_THAT(flagged.comparison_warnings[0], Contains(changed));
+
+    runner_options again = opt;
+    again.rerun_other_builds = true;
+    const sweep_outcome out = run_sweep(spec, again);
+    CHECK(out.ok == 1);  // that run alone: the rest of its comparison is of this build
+    CHECK(out.skipped == 7);
+    CHECK(read_text(runs / changed / "result.yaml").find("000000000000") == std::string::npos);
+    CHECK((!fs::exists(tmp / "builds" / "replacing") || fs::is_empty(tmp / "builds" / "replacing")));
+    // Same build, same configuration: the retrained run is the run it replaced (timings aside).
+    CHECK(metrics_without_timings(read_text(runs / changed / "metrics.csv")) ==
+          metrics_without_timings(metrics_before));
+    CHECK(summarize_sweep_dir((tmp / "builds").string()).comparison_warnings.empty());
+    CHECK(run_sweep(spec, again).ok == 0);  // nothing of another build is left
+}
+
+TEST_CASE("rebuild_runs: a comparison that shares a run with a retrained one is retrained too", "[sweep]") {
+    const experiment_spec spec = parse_spec(
+        tiny_lookup_spec("closure", 20, 10,
+                         "sweep:\n  attention.numerator: [exp, linear, elu1]\nseeds: [0, 1]\nreport:\n"
+                         "  - {baselines: [{attention.numerator: exp}], among: {attention.numerator: [linear]}}\n"
+                         "  - {baselines: [{attention.numerator: exp}], among: {attention.numerator: [elu1]}}\n"),
+        "closure.yaml");
+    const build_info a{"aaaaaaaaaaaa", "Release", "avx2", 1}, b{"bbbbbbbbbbbb", "Release", "avx2", 1},
+        now{"cccccccccccc", "Release", "avx2", 1};
+    std::vector<std::pair<std::size_t, run_result>> done;
+    for (std::size_t i = 0; i < spec.runs.size(); ++i) {
+        run_result r;
+        r.steps = 20;
+        r.final_test = r.final_val = {1.0, 0.5, 0.0};
+        // Every run by build a, but linear's seed 1 by b: the first family mixes builds.
+        r.build = spec.runs[i].id == "attention.numerator=linear,seed=1" ? b : a;
+        done.emplace_back(i, r);
+    }
+    // linear vs exp mixes a and b: its four runs go (none is of this build); exp's two runs are also in elu1 vs
+    // exp, which then would mix, so elu1's two go too: all six.
+    CHECK(rebuild_runs(spec, done, now).size() == 6);
+    // When every run but linear's seed 1 is of this build, that run alone.
+    for (auto& [i, r] : done)
+        if (spec.runs[i].id != "attention.numerator=linear,seed=1") r.build = now;
+    const std::vector<std::size_t> one = rebuild_runs(spec, done, now);
+    REQUIRE(one.size() == 1);
+    CHECK(spec.runs[one[0]].id == "attention.numerator=linear,seed=1");
+    // One build throughout, or no report: nothing.
+    for (auto& [i, r] : done) r.build = a;
+    CHECK(rebuild_runs(spec, done, now).empty());
+}

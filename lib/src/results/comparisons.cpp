@@ -4,13 +4,23 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <set>
 #include <sstream>
 
 #include "attnlab/io/csv.hpp"
 #include "attnlab/results/run_groups.hpp"
+#include "attnlab/util/build_info.hpp"
 
 namespace attnlab {
+
+namespace {
+// out + sep + item, the separator only between items.
+void append_item(std::string& out, const char* sep, const std::string& item) {
+    if (!out.empty()) out += sep;
+    out += item;
+}
+}  // namespace
 
 double student_t_central_mass(double t, int df) {
     const double pi = 3.14159265358979323846;
@@ -51,19 +61,31 @@ paired_difference paired_over_seeds(const std::map<int, double>& variant, const 
         const auto b = baseline.find(seed);
         if (b == baseline.end()) continue;
         d.seeds.push_back(seed);
+        d.variant_values.push_back(v);
+        d.baseline_values.push_back(b->second);
         diffs.push_back(v - b->second);
     }
     d.n = static_cast<int>(diffs.size());
     if (d.n == 0) return d;
-    for (double x : diffs) d.mean += x;
-    d.mean /= d.n;
+    const mean_interval t = one_sample_t(diffs);
+    d.mean = t.mean;
     if (d.n < 2) return d;
-    double ss = 0;
-    for (double x : diffs) ss += (x - d.mean) * (x - d.mean);
-    const double half = student_t_975(d.n - 1) * std::sqrt(ss / (d.n - 1)) / std::sqrt(static_cast<double>(d.n));
-    d.low = d.mean - half;
-    d.high = d.mean + half;
+    d.sd = t.sd;
+    d.low = t.low;
+    d.high = t.high;
+    d.p = t.p;
     return d;
+}
+
+const char* verdict_name(verdict v) {
+    switch (v) {
+        case verdict::behind: return "behind";
+        case verdict::ahead: return "ahead";
+        case verdict::level: return "level";
+        case verdict::not_resolved: return "not resolved";
+        case verdict::no_test: break;
+    }
+    return "no test";
 }
 
 namespace {
@@ -89,17 +111,19 @@ std::vector<judged_variant> judged_variants(const experiment_spec& spec, const s
 
 struct metric_def {
     std::string name;
+    bool higher_is_better;
     double (*value)(const eval_metrics&);
 };
 
 std::vector<metric_def> metrics_of(task_kind kind) {
-    std::vector<metric_def> m = {{"loss", [](const eval_metrics& e) { return e.loss; }}};
+    std::vector<metric_def> m = {{"loss", false, [](const eval_metrics& e) { return e.loss; }}};
     if (kind == task_kind::text) {
-        m.push_back({"bits_per_byte", [](const eval_metrics& e) { return bits(e.loss); }});
+        m.push_back({"bits_per_byte", false, [](const eval_metrics& e) { return bits(e.loss); }});
         return m;
     }
-    m.push_back({"token_acc", [](const eval_metrics& e) { return e.token_acc; }});
-    if (traits_of(kind).sequence_accuracy) m.push_back({"seq_acc", [](const eval_metrics& e) { return e.seq_acc; }});
+    m.push_back({"token_acc", true, [](const eval_metrics& e) { return e.token_acc; }});
+    if (traits_of(kind).sequence_accuracy)
+        m.push_back({"seq_acc", true, [](const eval_metrics& e) { return e.seq_acc; }});
     return m;
 }
 
@@ -107,21 +131,149 @@ std::size_t key_index(const std::vector<std::string>& keys, const std::string& k
     return static_cast<std::size_t>(std::find(keys.begin(), keys.end(), key) - keys.begin());
 }
 
+std::string key_values_text(const key_values& kv) {
+    std::string out;
+    for (const auto& [k, v] : kv) append_item(out, ",", k + "=" + v);
+    return out;
+}
+
+std::string among_text(const report_options& report) {
+    std::string out;
+    for (const auto& [k, values] : report.among) {
+        std::string set;
+        for (const std::string& v : values) append_item(set, ", ", v);
+        append_item(out, "; ", k + " in {" + set + "}");
+    }
+    return out;
+}
+
+bool is_among(const report_options& report, const std::vector<std::string>& keys, const judged_variant& v) {
+    for (const auto& [k, values] : report.among) {
+        const std::size_t at = key_index(keys, k);
+        if (at == keys.size() || std::find(values.begin(), values.end(), v.values[at]) == values.end()) return false;
+    }
+    return true;
+}
+
+bool is_selection_seed(const experiment_spec& spec, int seed) {
+    return std::find(spec.selection_seeds.begin(), spec.selection_seeds.end(), seed) != spec.selection_seeds.end();
+}
+
+// The compared runs of both sides: their builds, and those apart from the most common one.
+void judge_builds(comparison& c, const std::vector<const summary_entry*>& runs) {
+    std::vector<std::pair<std::string, int>> counts;  // build -> runs, in order of first appearance
+    bool unstamped = false;
+    for (const summary_entry* e : runs) {
+        if (!e->result.build) {
+            unstamped = true;
+            continue;
+        }
+        const std::string b = describe(*e->result.build);
+        const auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& x) { return x.first == b; });
+        if (it == counts.end())
+            counts.emplace_back(b, 1);
+        else
+            ++it->second;
+    }
+    std::string common;
+    int most = 0;
+    for (const auto& [b, n] : counts)
+        if (n > most) common = b, most = n;
+    for (const summary_entry* e : runs) {
+        c.run_ids.push_back(e->point->id);
+        if (!e->result.build || describe(*e->result.build) != common) c.other_build_runs.push_back(e->point->id);
+    }
+    c.builds = unstamped ? "unstamped" : counts.size() > 1 ? "mixed" : "one";
+}
+
+metric_comparison compare_metric(const metric_def& m, const std::map<int, const run_result*>& side_v,
+                                 const std::map<int, const run_result*>& side_b, const std::set<int>& failed) {
+    metric_comparison mc;
+    mc.metric = m.name;
+    mc.higher_is_better = m.higher_is_better;
+    std::map<int, double> mv, mb;
+    for (const auto& [s, r] : side_v)
+        if (!failed.count(s)) mv[s] = m.value(r->final_test);
+    for (const auto& [s, r] : side_b)
+        if (!failed.count(s)) mb[s] = m.value(r->final_test);
+    mc.d = paired_over_seeds(mv, mb);
+    mc.p = mc.d.has_interval() ? mc.d.p : std::numeric_limits<double>::quiet_NaN();
+    mc.correlation = pearson_correlation(mc.d.variant_values, mc.d.baseline_values);
+    mc.welch = welch_t(mc.d.variant_values, mc.d.baseline_values);
+    return mc;
+}
+
+metric_comparison compare_counts(const std::string& name, bool higher_is_better, int kv, int nv, int kb, int nb) {
+    metric_comparison mc;
+    mc.metric = name;
+    mc.binary = true;
+    mc.higher_is_better = higher_is_better;
+    mc.variant_count = {kv, nv, nv > 0 ? clopper_pearson(kv, nv) : proportion_interval{0, 1}};
+    mc.baseline_count = {kb, nb, nb > 0 ? clopper_pearson(kb, nb) : proportion_interval{0, 1}};
+    if (nv > 0 && nb > 0) {
+        mc.p = fisher_exact_two_sided(kv, nv, kb, nb);
+        mc.smallest_p = fisher_smallest_p(nv, nb);
+    } else {
+        mc.p = std::numeric_limits<double>::quiet_NaN();
+    }
+    return mc;
+}
+
+// Holm (or no) adjustment within each metric's family, then the verdicts.
+void judge_family(comparisons_result& res) {
+    std::map<std::string, std::vector<metric_comparison*>> families;
+    for (comparison& c : res.rows)
+        for (metric_comparison& m : c.metrics)
+            if (m.has_test()) families[m.metric].push_back(&m);
+    for (auto& [metric, family] : families) {
+        res.family_size[metric] = static_cast<int>(family.size());
+        std::vector<double> p, p_level;
+        for (const metric_comparison* m : family) {
+            p.push_back(m->p);
+            p_level.push_back(m->margin ? m->p_level : std::numeric_limits<double>::quiet_NaN());
+        }
+        const bool holm = res.correction == correction_kind::holm;
+        const std::vector<double> p_adj = holm ? holm_adjust(p) : p;
+        const std::vector<double> p_level_adj = holm ? holm_adjust(p_level) : p_level;
+        const int k = static_cast<int>(family.size());
+        for (std::size_t i = 0; i < family.size(); ++i) {
+            metric_comparison& m = *family[i];
+            m.p_adjusted = p_adj[i];
+            if (m.margin) m.p_level_adjusted = p_level_adj[i];
+            if (m.margin && !m.binary && m.d.sd > 0) {
+                m.seeds_needed = seeds_needed(m.d.sd, *m.margin);
+                m.seeds_needed_family = seeds_needed(m.d.sd, *m.margin, comparison_alpha / (holm ? k : 1));
+            }
+            const double diff = m.binary ? static_cast<double>(m.variant_count.k) / m.variant_count.n -
+                                               static_cast<double>(m.baseline_count.k) / m.baseline_count.n
+                                         : m.d.mean;
+            if (m.p_adjusted < comparison_alpha && diff != 0)
+                m.result = (diff > 0) == m.higher_is_better ? verdict::ahead : verdict::behind;
+            else if (m.margin && m.p_level_adjusted < comparison_alpha / 2)
+                m.result = verdict::level;
+            else
+                m.result = verdict::not_resolved;
+        }
+    }
+}
+
 }  // namespace
 
-comparisons_result compare_with_baseline(const experiment_spec& spec, const std::vector<summary_entry>& entries,
-                                         const report_options& report) {
+comparisons_result compare_with_baselines(const experiment_spec& spec, const std::vector<summary_entry>& entries,
+                                          const report_options& report) {
     comparisons_result res;
+    res.name = report.name;
     const std::vector<std::string> keys = grouping_keys(spec, true);
-    for (const auto& [k, v] : report.baseline) {
-        if (!res.baseline_text.empty()) res.baseline_text += ',';
-        res.baseline_text += k + "=" + v;
-    }
+    for (const key_values& b : report.baselines) res.baselines.push_back(key_values_text(b));
     res.match = report.match;
+    res.among = among_text(report);
+    res.correction = report.correction;
+    res.selection_seeds = spec.selection_seeds;
     const std::vector<judged_variant> variants = judged_variants(spec, entries);
+    const task_kind kind = entries.empty() ? task_kind::text : entries.front().point->config.task.kind;
 
-    auto is_baseline_for = [&](const judged_variant& b, const judged_variant& v) {
-        for (const auto& [k, value] : report.baseline) {
+    auto is_baseline_for = [&](const key_values& baseline, const judged_variant& b, const judged_variant& v) {
+        for (const auto& [k, value] : baseline) {
             const std::size_t at = key_index(keys, k);
             if (at == keys.size() || b.values[at] != value) return false;
         }
@@ -131,68 +283,128 @@ comparisons_result compare_with_baseline(const experiment_spec& spec, const std:
         }
         return true;
     };
+    bool some_run_diverged = false;
     for (const judged_variant& v : variants) {
-        std::vector<const judged_variant*> found;
-        for (const judged_variant& b : variants)
-            if (is_baseline_for(b, v)) found.push_back(&b);
-        if (found.size() == 1 && found[0] == &v) continue;  // the baseline itself
-        const std::string label = variant_label(keys, v.values);
-        if (found.empty()) {
-            res.notes.push_back(label + ": no variant matches the baseline");
-            continue;
-        }
-        if (found.size() > 1) {
-            std::string which;
-            for (const judged_variant* b : found) {
-                if (!which.empty()) which += "; ";
-                which += variant_label(keys, b->values);
+        if (!is_among(report, keys, v)) continue;
+        for (std::size_t bi = 0; bi < report.baselines.size(); ++bi) {
+            const key_values& baseline = report.baselines[bi];
+            std::vector<const judged_variant*> found;
+            for (const judged_variant& b : variants)
+                if (is_baseline_for(baseline, b, v)) found.push_back(&b);
+            if (found.size() == 1 && found[0] == &v) continue;  // the baseline itself
+            const std::string label = variant_label(keys, v.values);
+            if (found.empty()) {
+                res.notes.push_back(label + ": no variant matches the baseline " + res.baselines[bi]);
+                continue;
             }
-            res.notes.push_back(label + ": " + std::to_string(found.size()) + " variants match the baseline (" + which +
-                                "); name more keys in the baseline or in match");
-            continue;
-        }
-        const judged_variant& b = *found[0];
-        comparison c{v.values, v.lr, b.lr, b.values, {}, {}, 0, 0};
-        const task_kind kind = entries[v.members.front()].point->config.task.kind;
-        // Each side's finished runs by seed; a seed whose run on either side failed is left out.
-        std::map<int, const run_result*> side_v, side_b;
-        std::set<int> failed;
-        auto collect = [&](const std::vector<std::size_t>& members, std::map<int, const run_result*>& side) {
-            for (std::size_t i : members) {
-                const summary_entry& e = entries[i];
-                if (e.result.status == run_status::ok)
-                    side[e.point->config.seed] = &e.result;
-                else
-                    failed.insert(e.point->config.seed);
+            if (found.size() > 1) {
+                std::string which;
+                for (const judged_variant* b : found)
+                    append_item(which, "; ", variant_label(keys, b->values));
+                res.notes.push_back(label + ": " + std::to_string(found.size()) + " variants match the baseline " +
+                                    res.baselines[bi] + " (" + which + "); name more keys in the baseline or in match");
+                continue;
             }
-        };
-        collect(v.members, side_v);
-        collect(b.members, side_b);
-        std::set<int> v_seeds, b_seeds;
-        for (std::size_t i : v.members) v_seeds.insert(entries[i].point->config.seed);
-        for (std::size_t i : b.members) b_seeds.insert(entries[i].point->config.seed);
-        for (int s : v_seeds) c.unpaired_seeds += !b_seeds.count(s);
-        for (int s : b_seeds) c.unpaired_seeds += !v_seeds.count(s);
-        for (int s : failed) c.diverged_seeds += v_seeds.count(s) && b_seeds.count(s);
-        for (const metric_def& m : metrics_of(kind)) {
-            std::map<int, double> mv, mb;
-            for (const auto& [s, r] : side_v)
-                if (!failed.count(s)) mv[s] = m.value(r->final_test);
-            for (const auto& [s, r] : side_b)
-                if (!failed.count(s)) mb[s] = m.value(r->final_test);
-            c.metrics.push_back(m.name);
-            c.differences.push_back(paired_over_seeds(mv, mb));
+            const judged_variant& b = *found[0];
+            comparison c;
+            c.variant = v.values;
+            c.lr = v.lr;
+            c.baseline_lr = b.lr;
+            c.baseline = b.values;
+            c.baseline_text = res.baselines[bi];
+            // Each side's runs by seed, selection seeds left out; a seed whose run on either side failed
+            // is left out of the continuous metrics.
+            std::map<int, const run_result*> side_v, side_b;
+            std::set<int> failed, v_seeds, b_seeds;
+            std::vector<const summary_entry*> compared;
+            int v_diverged = 0, b_diverged = 0, v_solved = 0, b_solved = 0;
+            auto collect = [&](const std::vector<std::size_t>& members, std::map<int, const run_result*>& side,
+                               std::set<int>& seeds, int& diverged, int& solved) {
+                for (std::size_t i : members) {
+                    const summary_entry& e = entries[i];
+                    if (is_selection_seed(spec, e.point->config.seed)) continue;
+                    compared.push_back(&e);
+                    seeds.insert(e.point->config.seed);
+                    if (e.result.status == run_status::ok) {
+                        side[e.point->config.seed] = &e.result;
+                        solved += solves_task(kind, e.result.final_test);
+                    } else {
+                        failed.insert(e.point->config.seed);
+                        ++diverged;
+                    }
+                }
+            };
+            collect(v.members, side_v, v_seeds, v_diverged, v_solved);
+            collect(b.members, side_b, b_seeds, b_diverged, b_solved);
+            for (int s : v_seeds) c.unpaired_seeds += !b_seeds.count(s);
+            for (int s : b_seeds) c.unpaired_seeds += !v_seeds.count(s);
+            for (int s : failed) c.diverged_seeds += v_seeds.count(s) && b_seeds.count(s);
+            some_run_diverged |= v_diverged + b_diverged > 0;
+            for (const metric_def& m : metrics_of(kind)) c.metrics.push_back(compare_metric(m, side_v, side_b, failed));
+            const int nv = static_cast<int>(v_seeds.size()), nb = static_cast<int>(b_seeds.size());
+            if (kind != task_kind::text)
+                c.metrics.push_back(compare_counts("solved", true, v_solved, nv, b_solved, nb));
+            c.metrics.push_back(compare_counts("diverged", false, v_diverged, nv, b_diverged, nb));
+            for (metric_comparison& m : c.metrics) {
+                for (const auto& [metric, margin] : report.margins)
+                    if (metric == m.metric) m.margin = margin;
+                if (m.margin && m.d.has_interval()) {
+                    std::vector<double> diffs;
+                    for (std::size_t i = 0; i < m.d.variant_values.size(); ++i)
+                        diffs.push_back(m.d.variant_values[i] - m.d.baseline_values[i]);
+                    m.p_level = std::max(one_sided_p_above(diffs, -*m.margin), one_sided_p_below(diffs, *m.margin));
+                }
+            }
+            judge_builds(c, compared);
+            res.rows.push_back(std::move(c));
         }
-        res.rows.push_back(std::move(c));
     }
+    // Divergence is a family only where some compared run diverged; elsewhere its rows say nothing.
+    if (!some_run_diverged)
+        for (comparison& c : res.rows)
+            c.metrics.erase(std::remove_if(c.metrics.begin(), c.metrics.end(),
+                                           [](const metric_comparison& m) { return m.metric == "diverged"; }),
+                            c.metrics.end());
+    judge_family(res);
     return res;
+}
+
+std::vector<comparisons_result> compare_all(const experiment_spec& spec, const std::vector<summary_entry>& entries) {
+    std::vector<comparisons_result> out;
+    for (const report_options& r : spec.reports) out.push_back(compare_with_baselines(spec, entries, r));
+    return out;
+}
+
+std::vector<std::string> comparison_build_warnings(const std::vector<comparisons_result>& results) {
+    std::vector<std::string> out;
+    std::set<std::string> named;  // a run is named once
+    int flagged = 0;
+    std::vector<std::string> runs;
+    for (const comparisons_result& r : results)
+        for (const comparison& c : r.rows) {
+            if (c.builds == "one") continue;
+            ++flagged;
+            for (const std::string& id : c.other_build_runs)
+                if (named.insert(id).second) runs.push_back(id);
+        }
+    if (flagged == 0) return out;
+    std::string list;
+    for (std::size_t i = 0; i < runs.size() && i < 8; ++i) list += (i ? ", " : "") + runs[i];
+    if (runs.size() > 8) list += " and " + std::to_string(runs.size() - 8) + " more (table.md lists them)";
+    out.push_back(std::to_string(flagged) + " comparison" + (flagged == 1 ? " pairs runs" : "s pair runs") +
+                  " of different builds or without a build stamp; " + std::to_string(runs.size()) +
+                  " runs differ from their comparison's most common build: " + list +
+                  " (attnlab run --rerun-other-builds retrains them with this build)");
+    return out;
 }
 
 namespace {
 
+// comparisons.csv's numbers: 10 significant digits, enough to recompute any p-value's verdict.
 std::string number(double v) {
+    if (std::isnan(v)) return "";
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6g", v);
+    std::snprintf(buf, sizeof buf, "%.10g", v);
     return buf;
 }
 
@@ -202,126 +414,264 @@ std::string signed_cell(double v) {
     return buf;
 }
 
-std::string join_keys(const std::vector<std::string>& keys) {
-    std::string out;
-    for (const std::string& k : keys) {
-        if (!out.empty()) out += ", ";
-        out += k;
-    }
-    return out;
+std::string p_cell(double p) {
+    if (std::isnan(p)) return "–";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, p < 0.001 ? "%.1e" : "%.3f", p);
+    return buf;
 }
 
 std::string seeds_text(const std::vector<int>& seeds) {
     std::string out;
-    for (int s : seeds) {
-        if (!out.empty()) out += ' ';
-        out += std::to_string(s);
-    }
+    for (int s : seeds) append_item(out, " ", std::to_string(s));
     return out;
 }
+
+std::string count_cell(const outcome_count& c) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%d/%d [%.2f, %.2f]", c.k, c.n, c.interval.low, c.interval.high);
+    return buf;
+}
+
+std::string needed_cell(int n) { return n > 1000 ? "> 1000" : std::to_string(n); }
 
 }  // namespace
-
-std::vector<comparisons_result> compare_all(const experiment_spec& spec, const std::vector<summary_entry>& entries) {
-    std::vector<comparisons_result> out;
-    for (const report_options& r : spec.reports) out.push_back(compare_with_baseline(spec, entries, r));
-    return out;
-}
 
 std::string comparisons_csv(const experiment_spec& spec, const std::vector<comparisons_result>& results) {
     const std::vector<std::string> keys = grouping_keys(spec, true);
     std::vector<std::string> header = keys;
-    for (const char* h : {"train.lr", "baseline", "baseline_train.lr", "metric", "n", "mean_diff", "ci_low", "ci_high",
-                          "resolved", "seeds", "diverged_seeds", "unpaired_seeds"})
+    for (const char* h : {"train.lr",
+                          "report",
+                          "baseline",
+                          "baseline_train.lr",
+                          "metric",
+                          "test",
+                          "n",
+                          "mean_diff",
+                          "ci_low",
+                          "ci_high",
+                          "p",
+                          "correction",
+                          "family_size",
+                          "p_adjusted",
+                          "alpha",
+                          "margin",
+                          "p_level",
+                          "p_level_adjusted",
+                          "verdict",
+                          "sd_diff",
+                          "correlation",
+                          "welch_low",
+                          "welch_high",
+                          "welch_p",
+                          "welch_df",
+                          "seeds_needed",
+                          "seeds_needed_family",
+                          "variant_k",
+                          "variant_n",
+                          "variant_ci_low",
+                          "variant_ci_high",
+                          "baseline_k",
+                          "baseline_n",
+                          "baseline_ci_low",
+                          "baseline_ci_high",
+                          "smallest_p",
+                          "seeds",
+                          "diverged_seeds",
+                          "unpaired_seeds",
+                          "builds",
+                          "other_build_runs"})
         header.push_back(h);
     std::string out = csv_line(header);
-    std::set<std::pair<std::vector<std::string>, std::vector<std::string>>> written;  // (variant, baseline)
     for (const comparisons_result& result : results)
-        for (const comparison& c : result.rows) {
-            if (!written.insert({c.variant, c.baseline}).second) continue;
-            for (std::size_t m = 0; m < c.metrics.size(); ++m) {
-                const paired_difference& d = c.differences[m];
+        for (const comparison& c : result.rows)
+            for (const metric_comparison& m : c.metrics) {
+                const paired_difference& d = m.d;
+                const bool tested = m.has_test();
                 std::vector<std::string> row = c.variant;
-                row.push_back(c.lr);
-                row.push_back(variant_label(keys, c.baseline));
-                row.push_back(c.baseline_lr);
-                row.push_back(c.metrics[m]);
-                row.push_back(std::to_string(d.n));
-                row.push_back(d.n > 0 ? number(d.mean) : "");
-                row.push_back(d.has_interval() ? number(d.low) : "");
-                row.push_back(d.has_interval() ? number(d.high) : "");
-                row.push_back(d.has_interval() ? (d.resolved() ? "true" : "false") : "");
-                row.push_back(seeds_text(d.seeds));
-                row.push_back(std::to_string(c.diverged_seeds));
-                row.push_back(std::to_string(c.unpaired_seeds));
+                auto add = [&](const std::string& cell) { row.push_back(cell); };
+                add(c.lr);
+                add(result.name);
+                add(variant_label(keys, c.baseline));
+                add(c.baseline_lr);
+                add(m.metric);
+                add(m.binary ? "fisher" : "paired_t");
+                add(std::to_string(m.binary ? m.variant_count.n : d.n));
+                if (m.binary) {
+                    const bool both = m.variant_count.n > 0 && m.baseline_count.n > 0;
+                    add(both ? number(static_cast<double>(m.variant_count.k) / m.variant_count.n -
+                                      static_cast<double>(m.baseline_count.k) / m.baseline_count.n)
+                             : "");
+                    add("");
+                    add("");
+                } else {
+                    add(d.n > 0 ? number(d.mean) : "");
+                    add(d.has_interval() ? number(d.low) : "");
+                    add(d.has_interval() ? number(d.high) : "");
+                }
+                add(tested ? number(m.p) : "");
+                add(result.correction == correction_kind::holm ? "holm" : "none");
+                const auto fs = result.family_size.find(m.metric);
+                add(std::to_string(fs == result.family_size.end() ? 0 : fs->second));
+                add(tested ? number(m.p_adjusted) : "");
+                add(number(comparison_alpha));
+                add(m.margin ? number(*m.margin) : "");
+                add(m.margin && tested && !m.binary ? number(m.p_level) : "");
+                add(m.margin && tested && !m.binary ? number(m.p_level_adjusted) : "");
+                add(verdict_name(m.result));
+                if (m.binary) {
+                    for (int i = 0; i < 8; ++i) add("");
+                } else {
+                    add(d.has_interval() ? number(d.sd) : "");
+                    add(d.n >= 3 ? number(m.correlation) : "");
+                    const bool welch = d.has_interval() && !std::isnan(m.welch.p);
+                    add(welch ? number(m.welch.low) : "");
+                    add(welch ? number(m.welch.high) : "");
+                    add(welch ? number(m.welch.p) : "");
+                    add(welch ? number(m.welch.df) : "");
+                    add(m.seeds_needed ? needed_cell(m.seeds_needed) : "");
+                    add(m.seeds_needed_family ? needed_cell(m.seeds_needed_family) : "");
+                }
+                if (m.binary) {
+                    for (const outcome_count* oc : {&m.variant_count, &m.baseline_count}) {
+                        add(std::to_string(oc->k));
+                        add(std::to_string(oc->n));
+                        add(oc->n > 0 ? number(oc->interval.low) : "");
+                        add(oc->n > 0 ? number(oc->interval.high) : "");
+                    }
+                    add(tested ? number(m.smallest_p) : "");
+                } else {
+                    for (int i = 0; i < 9; ++i) add("");
+                }
+                add(m.binary ? "" : seeds_text(d.seeds));
+                add(std::to_string(c.diverged_seeds));
+                add(std::to_string(c.unpaired_seeds));
+                add(c.builds);
+                std::string others;
+                for (const std::string& id : c.other_build_runs) append_item(others, " ", id);
+                add(others);
                 out += csv_line(row);
             }
-        }
     return out;
 }
 
 std::string comparisons_md(const experiment_spec& spec, const comparisons_result& result) {
-    if (result.baseline_text.empty()) return "";
+    if (result.baselines.empty()) return "";
     const std::vector<std::string> keys = grouping_keys(spec, true);
+    const bool holm = result.correction == correction_kind::holm;
     std::ostringstream s;
-    s << "## Paired differences against " << result.baseline_text
-      << (result.match.empty() ? "" : " (same " + join_keys(result.match) + ")") << "\n\n"
-      << "Baseline: " << result.baseline_text;
+    s << "## Comparisons" << (result.name.empty() ? "" : ": " + result.name) << "\n\n";
+    s << "Baseline" << (result.baselines.size() > 1 ? "s" : "") << ": ";
+    for (std::size_t i = 0; i < result.baselines.size(); ++i) s << (i ? "; " : "") << result.baselines[i];
     if (!result.match.empty()) {
         s << ", with the compared variant's ";
         for (std::size_t i = 0; i < result.match.size(); ++i) s << (i ? ", " : "") << result.match[i];
     }
-    s << ". Each cell: mean over seeds of (variant - baseline), seed paired with seed, each side at its chosen "
-         "rate, then the 95 % Student-t interval and the number of paired seeds n; \"not resolved\" when the "
-         "interval contains 0. Losses in nats (bits_per_byte in bits); a positive loss difference means the variant "
-         "is worse.\n\n";
+    s << ". Compared: " << (result.among.empty() ? "every other variant" : result.among) << ". ";
+    if (!result.selection_seeds.empty())
+        s << "Seeds " << seeds_text(result.selection_seeds) << " only chose learning rates and are left out. ";
+    s << "Each row: variant − baseline, each side at its chosen rate, seed paired with seed; the 95 % interval is "
+         "unadjusted; p is the paired t-test's (Fisher's exact test's for counts), "
+      << (holm ? "Holm-adjusted within the family of this table" : "not adjusted (correction: none)")
+      << "; the verdict uses the adjusted p at 0.05 (level: both one-sided tests against ±margin reject at 0.025, "
+         "adjusted the same way). Losses in nats, bits_per_byte in bits; positive loss = the variant is worse.\n\n";
     if (result.rows.empty()) s << "No variant could be compared.\n\n";
-    if (!result.rows.empty()) {
-        // Columns: every metric of any row (tasks of one sweep may differ), in order of first appearance.
-        std::vector<std::string> metrics;
+    // One table per metric (loss is left out for text: bits_per_byte is the same test in other units).
+    std::vector<std::string> metrics;
+    bool text = false;
+    for (const comparison& c : result.rows)
+        for (const metric_comparison& m : c.metrics) {
+            text |= m.metric == "bits_per_byte";
+            if (std::find(metrics.begin(), metrics.end(), m.metric) == metrics.end()) metrics.push_back(m.metric);
+        }
+    std::vector<std::string> notes;
+    for (const std::string& metric : metrics) {
+        if (text && metric == "loss") continue;
+        const auto fs = result.family_size.find(metric);
+        const int k = fs == result.family_size.end() ? 0 : fs->second;
+        std::optional<double> margin;
+        bool binary = false;
         for (const comparison& c : result.rows)
-            for (const std::string& m : c.metrics)
-                if (std::find(metrics.begin(), metrics.end(), m) == metrics.end()) metrics.push_back(m);
-        s << "|";
-        for (const auto& k : keys) s << " " << k << " |";
-        s << " train.lr | baseline train.lr |";
-        for (const auto& m : metrics) s << " Δ " << m << " [95 % CI] (n) |";
-        s << " left out |\n|";
-        for (std::size_t i = 0; i < keys.size() + 3 + metrics.size(); ++i) s << "---|";
-        s << "\n";
-        for (const comparison& c : result.rows) {
-            s << "|";
-            for (const auto& v : c.variant) s << " " << (v.empty() ? "–" : v) << " |";
-            s << " " << (c.lr.empty() ? "–" : c.lr) << " | " << (c.baseline_lr.empty() ? "–" : c.baseline_lr) << " |";
-            for (const std::string& m : metrics) {
-                s << " ";
-                const std::size_t at = key_index(c.metrics, m);
-                if (at == c.metrics.size()) {
-                    s << "– |";
+            for (const metric_comparison& m : c.metrics)
+                if (m.metric == metric) margin = m.margin, binary = m.binary;
+        s << "### " << metric << " (" << k << " comparison" << (k == 1 ? "" : "s") << " in the family"
+          << (margin ? ", margin ±" + number(*margin) : ", no margin declared: nothing is level") << ")\n\n";
+        s << "| variant | baseline | train.lr | ";
+        if (binary)
+            s << "variant k/n [95 % CI] | baseline k/n [95 % CI] | p | p " << (holm ? "(Holm)" : "(unadjusted)")
+              << " | verdict | smallest p possible |\n|---|---|---|---|---|---|---|---|---|\n";
+        else
+            s << "Δ [95 % CI] | n | p | p " << (holm ? "(Holm)" : "(unadjusted)")
+              << " | verdict | Welch 95 % CI | r | seeds for level |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+        for (const comparison& c : result.rows)
+            for (const metric_comparison& m : c.metrics) {
+                if (m.metric != metric) continue;
+                const std::string label = variant_label(keys, c.variant);
+                s << "| " << label << " | " << c.baseline_text << " | " << (c.lr.empty() ? "–" : c.lr) << " / "
+                  << (c.baseline_lr.empty() ? "–" : c.baseline_lr) << " | ";
+                if (binary) {
+                    s << count_cell(m.variant_count) << " | " << count_cell(m.baseline_count) << " | "
+                      << (m.has_test() ? p_cell(m.p) : "–") << " | " << (m.has_test() ? p_cell(m.p_adjusted) : "–")
+                      << " | " << verdict_name(m.result) << " | " << (m.has_test() ? p_cell(m.smallest_p) : "–")
+                      << " |\n";
+                    if (m.has_test() && m.smallest_p >= comparison_alpha)
+                        notes.push_back(label + " vs " + c.baseline_text + ", " + metric + ": with " +
+                                        std::to_string(m.variant_count.n) + " and " +
+                                        std::to_string(m.baseline_count.n) +
+                                        " runs no outcome can reach p < 0.05 (smallest possible " +
+                                        p_cell(m.smallest_p) + "): this comparison cannot resolve");
                     continue;
                 }
-                const paired_difference& d = c.differences[at];
+                const paired_difference& d = m.d;
                 if (d.n == 0)
-                    s << "no paired seed";
+                    s << "no paired seed | 0 | – | – | " << verdict_name(m.result) << " | – | – | – |\n";
                 else if (!d.has_interval())
-                    s << signed_cell(d.mean) << " (1): one paired seed, no interval";
-                else
-                    s << signed_cell(d.mean) << " [" << signed_cell(d.low) << ", " << signed_cell(d.high) << "] ("
-                      << d.n << ")" << (d.resolved() ? "" : " not resolved");
-                s << " |";
+                    s << signed_cell(d.mean) << " (one paired seed) | 1 | – | – | " << verdict_name(m.result)
+                      << " | – | – | – |\n";
+                else {
+                    s << signed_cell(d.mean) << " [" << signed_cell(d.low) << ", " << signed_cell(d.high) << "] | "
+                      << d.n << " | " << p_cell(m.p) << " | " << p_cell(m.p_adjusted) << " | " << verdict_name(m.result)
+                      << " | ";
+                    if (std::isnan(m.welch.p))
+                        s << "–";
+                    else
+                        s << "[" << signed_cell(m.welch.low) << ", " << signed_cell(m.welch.high) << "]";
+                    s << " | "
+                      << (d.n >= 3 && !std::isnan(m.correlation) ? signed_cell(m.correlation).substr(0, 5) : "–")
+                      << " | ";
+                    if (m.seeds_needed == 0)
+                        s << "–";
+                    else
+                        s << needed_cell(m.seeds_needed)
+                          << (holm && k > 1 ? " (" + needed_cell(m.seeds_needed_family) + " with Holm)" : "");
+                    s << " |\n";
+                    if (m.seeds_needed && m.result != verdict::behind && m.result != verdict::ahead &&
+                        m.result != verdict::level && d.n < (holm ? m.seeds_needed_family : m.seeds_needed))
+                        notes.push_back(label + " vs " + c.baseline_text + ", " + metric + ": " + std::to_string(d.n) +
+                                        " seeds cannot show level at ±" + number(*m.margin) + " at this spread (sd " +
+                                        number(d.sd) + "); it would take " +
+                                        needed_cell(holm ? m.seeds_needed_family : m.seeds_needed));
+                }
             }
-            std::string left;
-            if (c.diverged_seeds) left += std::to_string(c.diverged_seeds) + " diverged";
-            if (c.unpaired_seeds) {
-                if (!left.empty()) left += ", ";
-                left += std::to_string(c.unpaired_seeds) + " unpaired";
-            }
-            s << " " << (left.empty() ? "–" : left) << " |\n";
-        }
         s << "\n";
     }
-    for (const std::string& n : result.notes) s << "- " << n << "\n";
-    if (!result.notes.empty()) s << "\n";
+    for (const comparison& c : result.rows) {
+        const std::string label = variant_label(keys, c.variant);
+        if (c.diverged_seeds || c.unpaired_seeds)
+            notes.push_back(label + " vs " + c.baseline_text +
+                            ": left out of the paired metrics: " + std::to_string(c.diverged_seeds) + " diverged, " +
+                            std::to_string(c.unpaired_seeds) + " unpaired seed" + (c.unpaired_seeds == 1 ? "" : "s"));
+        if (c.builds != "one") {
+            std::string runs;
+            for (const std::string& id : c.other_build_runs) append_item(runs, ", ", id);
+            notes.push_back(label + " vs " + c.baseline_text + ": runs of " +
+                            (c.builds == "mixed" ? "different builds" : "no recorded build") +
+                            "; apart from the comparison's most common build: " + runs);
+        }
+    }
+    for (const std::string& n : result.notes) notes.push_back(n);
+    for (const std::string& n : notes) s << "- " << n << "\n";
+    if (!notes.empty()) s << "\n";
     return s.str();
 }
 

@@ -180,7 +180,18 @@ lr_selection select_learning_rates(const experiment_spec& spec, const std::vecto
         }
         std::set<int> all_seeds;
         for (const summary_entry& e : sub) all_seeds.insert(e.point->config.seed);
-        const std::set<int>& selection_seeds = common.empty() ? all_seeds : common;
+        std::set<int> selection_seeds = common.empty() ? all_seeds : common;
+        if (!spec.selection_seeds.empty()) {
+            // report.select_on: only those seeds choose (every rate's first, else any rate's).
+            const std::set<int> named(spec.selection_seeds.begin(), spec.selection_seeds.end());
+            std::set<int> chosen;
+            for (int s : common)
+                if (named.count(s)) chosen.insert(s);
+            if (chosen.empty())
+                for (int s : all_seeds)
+                    if (named.count(s)) chosen.insert(s);
+            selection_seeds = chosen;
+        }
         choice.selection_seeds.assign(selection_seeds.begin(), selection_seeds.end());
         for (const run_group& rate : rates) {
             std::vector<std::size_t> members;

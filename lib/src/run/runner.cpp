@@ -12,10 +12,12 @@
 #include <exception>
 #include <fcntl.h>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <omp.h>
 #include <optional>
+#include <set>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -26,6 +28,7 @@
 #include "attnlab/io/csv.hpp"
 #include "attnlab/io/files.hpp"
 #include "attnlab/model/params.hpp"
+#include "attnlab/results/comparisons.hpp"
 #include "attnlab/results/metrics_csv.hpp"
 #include "attnlab/results/run_groups.hpp"
 #include "attnlab/results/summary.hpp"
@@ -149,6 +152,7 @@ private:
     clock_type::time_point sweep_t0_, pool_t0_;
 
     std::vector<std::size_t> queue_;                  // spec indices of the runs to train, in spec order
+    std::set<std::size_t> rebuild_;                   // finished runs retrained with this build (--rerun-other-builds)
     std::atomic<std::size_t> next_{0};                // next queue position a worker takes
     std::mutex mu_;                                   // guards everything below, the summary files and the log order
     std::vector<std::optional<run_result>> results_;  // by spec index
@@ -250,16 +254,28 @@ attempt sweep_runner::train_one(std::size_t i, bool wait) {
     // Under the lock, look again: another process may have finished the run since the scan.
     const run_dir_check now = check_run_dir(dir);
     const bool stored_finished = now.state == run_dir_state::finished || now.state == run_dir_state::damaged;
-    if (now.state == run_dir_state::finished && same_run_config(now.config_yaml, config_yaml)) {
+    const bool same_config = same_run_config(now.config_yaml, config_yaml);
+    const build_info build_now = current_build(per_run_threads_);
+    const bool rebuild = rebuild_.count(i) && now.state == run_dir_state::finished && same_config &&
+                         !(now.result->build && describe(*now.result->build) == describe(build_now));
+    if (now.state == run_dir_state::finished && same_config && !rebuild) {
         spdlog::info("{} already done ({}), skipped", tg, to_string(now.result->status));
         return {attempt_kind::done_elsewhere, *now.result};
     }
-    // A finished run with another configuration is replaced only once the
-    // new one is done: it is trained in `work` beside it (a kill or Ctrl-C
-    // leaves the old run whole, and the same command resumes the new one).
-    const bool replacing = stored_finished && !same_run_config(now.config_yaml, config_yaml);
+    // A finished run with another configuration (or, with --rerun-other-builds,
+    // of another build) is replaced only once the new one is done: it is
+    // trained in `work` beside it (a kill or Ctrl-C leaves the old run whole,
+    // and the same command resumes the new one).
+    const bool replacing = stored_finished && (!same_config || rebuild);
     const std::string work = replacing ? replacement_dir(dir) : dir;
-    if (replacing) {
+    if (rebuild) {
+        spdlog::info(
+            "{} was trained by {}; retrained by this build ({}) in {}, which replaces it when done "
+            "(--rerun-other-builds)",
+            tg, now.result->build ? describe(*now.result->build) : "a build that left no stamp", describe(build_now),
+            work);
+        make_dirs(work);
+    } else if (replacing) {
         const std::string diffs = differences_text(config_differences(now.config_yaml, config_yaml));
         if (!opt_.overwrite)
             throw config_error(
@@ -503,6 +519,17 @@ sweep_outcome sweep_runner::run() {
     out_.total = static_cast<int>(owned.size());
     sweep_scan scan = scan_sweep_runs(
         spec_, out_.dir, owned, opt_.overwrite, [this](std::size_t i) { return tag(i); }, others);
+    if (opt_.rerun_other_builds) {
+        const std::vector<std::size_t> again = rebuild_runs(spec_, scan.done, current_build(per_run_threads_));
+        rebuild_.insert(again.begin(), again.end());
+        scan.done.erase(std::remove_if(scan.done.begin(), scan.done.end(),
+                                       [&](const auto& d) { return rebuild_.count(d.first) > 0; }),
+                        scan.done.end());
+        scan.to_train.insert(scan.to_train.end(), again.begin(), again.end());
+        std::sort(scan.to_train.begin(), scan.to_train.end());
+        spdlog::info("--rerun-other-builds: {} finished run{} of other builds to retrain with this one ({})",
+                     again.size(), again.size() == 1 ? "" : "s", describe(current_build(per_run_threads_)));
+    }
     for (auto& [i, r] : scan.done) results_[i] = r;
     out_.skipped = static_cast<int>(scan.done.size());
     queue_ = std::move(scan.to_train);
@@ -557,6 +584,47 @@ sweep_outcome sweep_runner::run() {
 }
 
 }  // namespace
+
+std::vector<std::size_t> rebuild_runs(const experiment_spec& spec,
+                                      const std::vector<std::pair<std::size_t, run_result>>& done,
+                                      const build_info& current) {
+    std::vector<summary_entry> entries;
+    std::map<std::string, std::size_t> index_of;  // run id -> spec index
+    for (const auto& [i, r] : done) {
+        entries.push_back({&spec.runs[i], r});
+        index_of[spec.runs[i].id] = i;
+    }
+    const std::string now = describe(current);
+    auto is_current = [&](std::size_t i) {
+        for (const auto& [j, r] : done)
+            if (j == i) return r.build && describe(*r.build) == now;
+        return false;
+    };
+    // Each comparison's runs (both sides), as spec indices.
+    std::vector<std::pair<bool, std::vector<std::size_t>>> comparisons;  // (flagged, runs)
+    const std::vector<comparisons_result> all = compare_all(spec, entries);
+    for (const comparisons_result& r : all)
+        for (const comparison& c : r.rows) {
+            std::vector<std::size_t> runs;
+            for (const std::string& id : c.run_ids) runs.push_back(index_of.at(id));
+            comparisons.emplace_back(c.builds != "one", runs);
+        }
+    // Closure: a flagged comparison retrains its runs of other builds; a comparison with a run to
+    // retrain retrains the rest of its runs of other builds, until nothing changes.
+    std::set<std::size_t> again;
+    bool changed = true;
+    while (changed) {
+        changed = false;
+        for (const auto& [flagged, runs] : comparisons) {
+            const bool touched =
+                flagged || std::any_of(runs.begin(), runs.end(), [&](std::size_t i) { return again.count(i) > 0; });
+            if (!touched) continue;
+            for (std::size_t i : runs)
+                if (!is_current(i) && again.insert(i).second) changed = true;
+        }
+    }
+    return {again.begin(), again.end()};
+}
 
 sweep_outcome run_sweep(const experiment_spec& spec, const runner_options& opt) {
     sweep_runner runner(spec, opt);

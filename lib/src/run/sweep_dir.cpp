@@ -20,6 +20,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "attnlab/io/files.hpp"
+#include "attnlab/results/comparisons.hpp"
 #include "attnlab/results/run_groups.hpp"
 #include "attnlab/results/summary.hpp"
 #include "attnlab/run/run_check.hpp"
@@ -227,10 +228,10 @@ bool take_task_file_from_run(run_config& cfg, const run_dir_check& c, const std:
 
 }  // namespace
 
-summarize_outcome summarize_sweep_dir(const std::string& dir, const report_options* report) {
+summarize_outcome summarize_sweep_dir(const std::string& dir, const report_flags* flags) {
     // A text experiment can be summarized where its corpus is not (a fresh clone).
     experiment_spec spec = load_spec_as_run(dir, task_files::read_if_present);
-    if (report) spec.reports = {*report};
+    if (flags) add_report_options(spec, *flags);
     if (const int n = remove_stale_temporaries(dir); n > 0)
         spdlog::info("removed {} temporary file{} of killed processes in {}", n, n == 1 ? "" : "s", dir);
     summarize_outcome out;
@@ -261,6 +262,7 @@ summarize_outcome summarize_sweep_dir(const std::string& dir, const report_optio
     write_summary_files(dir, dir + "/runs", spec, entries);
     out.lr_warnings = learning_rate_warnings(spec, select_learning_rates(spec, entries));
     out.builds = build_mix_text(entries);
+    out.comparison_warnings = comparison_build_warnings(compare_all(spec, entries));
     return out;
 }
 

@@ -128,7 +128,8 @@ experiment_spec parse_spec_checked(const std::string& text, const std::string& f
     expand_runs(spec, base, with_set, grids, *seeds,
                 {file, top.count("sweep") ? top["sweep"].key_line : root_line, "sweep"});
     if (top.count("report"))
-        spec.reports = parse_reports(top["report"].value, file, top["report"].line, spec.swept_keys);
+        spec.reports =
+            parse_reports(top["report"].value, file, top["report"].line, spec.swept_keys, spec.selection_seeds);
     return spec;
 }
 

@@ -44,7 +44,9 @@ struct lr_choice {
     std::vector<std::string> variant;  // values of grouping_keys(spec, true)
     std::vector<lr_candidate> rates;   // in order of first appearance
     std::size_t chosen = 0;            // index into rates
-    std::vector<int> selection_seeds;  // the seeds present at every rate, on which the choice is made
+    // The seeds the choice is made on: those present at every rate, or, with
+    // report.select_on, the named ones among them (any rate's when none is at every rate).
+    std::vector<int> selection_seeds;
     lr_edge edge = lr_edge::interior;
     // Synthetic tasks (all but text): whether any finished run of any rate
     // solves the task on validation (solves_task on its final validation

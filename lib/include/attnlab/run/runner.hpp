@@ -87,6 +87,8 @@
 #include <string>
 
 #include "attnlab/spec/spec.hpp"
+#include "attnlab/train/trainer.hpp"  // run_result
+#include "attnlab/util/build_info.hpp"
 
 namespace attnlab {
 
@@ -117,7 +119,20 @@ struct runner_options {
     // and go ahead while another process writes the folder with another spec;
     // without it both are refused (config_error) before anything is trained.
     bool overwrite = false;
+    // Retrain, with this build, the finished runs of every comparison of the
+    // spec's reports whose runs do not all come from one build (or carry no
+    // build stamp), and then every run that shares a comparison with a
+    // retrained one (so that each comparison ends on one build). An old run
+    // is kept until its new one is done (rebuild_runs).
+    bool rerun_other_builds = false;
 };
+
+// The spec indices of the runs `--rerun-other-builds` retrains, given the
+// finished runs `done` (spec index, result): closed under "shares a
+// comparison with a run to retrain"; runs already made by `current` stay.
+std::vector<std::size_t> rebuild_runs(const experiment_spec& spec,
+                                      const std::vector<std::pair<std::size_t, run_result>>& done,
+                                      const build_info& current);
 
 struct sweep_outcome {
     std::string dir;           // <out>/<name>

@@ -83,9 +83,11 @@ struct summarize_outcome {
     std::vector<std::string> strays;                           // dirs in runs/ that are no run of the spec
     std::vector<std::string> lr_warnings;  // learning_rate_warnings: choices at an edge, grids where nothing solved
     std::string builds;                    // build_mix_text of the done runs: "" when one build made them all
+    std::vector<std::string> comparison_warnings;  // comparison_build_warnings: pairs across builds
 };
-// `report`: a baseline that replaces the spec's reports (summarize --baseline), or null.
-summarize_outcome summarize_sweep_dir(const std::string& dir, const report_options* report = nullptr);
+// `flags`: summarize's report options (add_report_options: a report added
+// to the spec's, selection seeds), or null.
+summarize_outcome summarize_sweep_dir(const std::string& dir, const report_flags* flags = nullptr);
 
 // When the runs were made by more than one build of attnlab (result.yaml's
 // `build:`: commit, build type, kernels' instruction set, threads), the

@@ -26,10 +26,23 @@ struct run_point {
     std::vector<swept_value> swept;  // swept keys of this run in swept_keys order, seed last
 };
 
-// `report:` of a spec: the baseline of its paired comparisons (comparisons.hpp).
+// A variant named by some of its swept keys' values ("attention.numerator": "exp").
+using key_values = std::vector<std::pair<std::string, std::string>>;
+
+// How the p-values of one family of comparisons are adjusted (comparisons.hpp).
+enum class correction_kind { holm, none };
+
+// `report:` of a spec, one family of comparisons (comparisons.hpp): each
+// variant among `among` compared with each baseline.
 struct report_options {
-    std::vector<std::pair<std::string, std::string>> baseline;  // swept dotted key, value as a run id writes it
-    std::vector<std::string> match;  // swept keys a variant's baseline shares with the variant
+    std::string name;                   // "" when the report has none
+    std::vector<key_values> baselines;  // one or more; a value as a run id writes it
+    std::vector<std::string> match;     // swept keys a variant's baseline shares with the variant
+    // The variants compared: those whose value of each key is one of the listed
+    // ones; empty: every variant.
+    std::vector<std::pair<std::string, std::vector<std::string>>> among;
+    std::vector<std::pair<std::string, double>> margins;  // metric name -> declared margin (> 0)
+    correction_kind correction = correction_kind::holm;
 };
 
 struct experiment_spec {
@@ -43,13 +56,25 @@ struct experiment_spec {
     std::vector<run_point> runs;             // grid by grid, row-major over the grid's keys, seeds innermost;
                                              // deduplicated by id
     std::vector<report_options> reports;     // `report:`, one map or a list of them; empty: no comparisons
+    // Seeds that only choose learning rates (report.select_on): left out of every
+    // comparison. Empty: rates are chosen on the seeds every rate has.
+    std::vector<int> selection_seeds;
 };
 
-// The baseline of `attnlab summarize DIR --baseline KEY=VALUE... --match KEY...`,
-// checked against the spec like its `report:` (keys must be swept, values
-// valid); replaces the spec's reports. Errors name the option.
-report_options parse_report_options(const experiment_spec& spec, const std::vector<std::string>& baseline,
-                                    const std::vector<std::string>& match);
+// summarize's report options, as given on its command line.
+struct report_flags {
+    std::vector<std::string> baselines;  // each one baseline: "KEY=VALUE[,KEY=VALUE...]"
+    std::vector<std::string> match;      // KEY
+    std::vector<std::string> among;      // "KEY=VALUE[,VALUE...]"
+    std::vector<std::string> margins;    // "METRIC=VALUE"
+    std::string correction;              // "holm", "none" or "" (holm)
+    std::vector<int> select_on;          // seeds that only choose learning rates
+};
+// Adds the report of `flags` to the spec's reports (a family of its own,
+// named "summarize options"; nothing when no --baseline is given) and sets
+// its selection seeds from --select-on; checked like a spec's `report:`
+// (keys must be swept, values valid). Errors name the option.
+void add_report_options(experiment_spec& spec, const report_flags& flags);
 
 // Reads and checks a spec file; `set_overrides` are "dotted.key=value" strings.
 experiment_spec load_spec(const std::string& path, const std::vector<std::string>& set_overrides = {});
