@@ -16,6 +16,7 @@
 #include "attnlab/io/files.hpp"
 #include "attnlab/results/comparisons.hpp"
 #include "attnlab/results/loss_spikes.hpp"
+#include "attnlab/results/steps_to_solve.hpp"
 #include "attnlab/results/metrics_csv.hpp"
 #include "attnlab/results/run_groups.hpp"
 #include "attnlab/util/error.hpp"
@@ -100,6 +101,7 @@ std::string summary_csv(const experiment_spec& spec, const std::vector<summary_e
                           "nonpositive_denominator_steps", "lr_selected", "reason"})
         header.emplace_back(h);
     header.emplace_back("loss_spikes");
+    header.emplace_back("steps_to_solve");
     const lr_selection lr = select_learning_rates(spec, entries);
     std::string out = csv_line(header);
     for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -128,6 +130,7 @@ std::string summary_csv(const experiment_spec& spec, const std::vector<summary_e
         row.emplace_back(lr.swept ? (lr.selected[i] ? "true" : "false") : "");
         row.push_back(describe(r));
         row.push_back(e.loss_spikes ? std::to_string(*e.loss_spikes) : "");  // empty, never 0, without a count
+        row.push_back(e.steps_to_solve ? std::to_string(*e.steps_to_solve) : "");
         out += csv_line(row);
     }
     return out;
@@ -174,8 +177,11 @@ std::string curves_csv(const experiment_spec& spec, const std::vector<summary_en
 void write_summary_files(const std::string& dir, const std::string& runs_dir, const experiment_spec& spec,
                          const std::vector<summary_entry>& given) {
     std::vector<summary_entry> entries = given;
-    for (summary_entry& e : entries)
-        e.loss_spikes = count_loss_spikes(runs_dir + "/" + e.point->id + "/metrics.csv", e.point->config.train);
+    for (summary_entry& e : entries) {
+        const std::string metrics = runs_dir + "/" + e.point->id + "/metrics.csv";
+        e.loss_spikes = count_loss_spikes(metrics, e.point->config.train);
+        e.steps_to_solve = steps_to_solve(metrics, e.point->config.task.kind);
+    }
     write_file_atomic(dir + "/summary.csv", summary_csv(spec, entries));
     write_file_atomic(dir + "/table.md", summary_table_md(spec, entries));
     // comparisons.csv is derived from the spec's reports: without one it would be stale.

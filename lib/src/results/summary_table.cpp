@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "attnlab/results/comparisons.hpp"
 #include "attnlab/results/loss_spikes.hpp"
 #include "attnlab/results/run_groups.hpp"
+#include "attnlab/results/steps_to_solve.hpp"
 #include "attnlab/results/summary.hpp"
 
 namespace attnlab {
@@ -45,9 +47,9 @@ std::string fmt(double v) {
 }
 
 const char* const metric_header =
-    " runs | diverged | solved | val_loss | token_acc | token_acc by seed | seq_acc | "
+    " runs | diverged | solved | steps to solve (median) | val_loss | token_acc | token_acc by seed | seq_acc | "
     "seq_acc by seed | loss |";
-constexpr int metric_columns = 9;
+constexpr int metric_columns = 10;
 // A table of text runs only: no solved or seq_acc columns (they cannot apply).
 const char* const text_metric_header = " runs | diverged | val_loss | token_acc | token_acc by seed | loss |";
 constexpr int text_metric_columns = 6;
@@ -117,12 +119,18 @@ std::string metric_cells(const std::vector<summary_entry>& entries, const std::v
     std::ostringstream s;
     s << " " << members.size() << " | " << diverged << " | ";
     // "solved" means nothing for a language model.
-    if (text_only)
-        ;  // no solved column
-    else if (per_byte)
-        s << "– | ";
-    else
-        s << solved << "/" << members.size() << " | ";
+    if (text_only) {
+        // no solved column
+    } else if (per_byte) {
+        s << "– | – | ";
+    } else {
+        std::vector<std::optional<long>> steps;
+        for (std::size_t i : members) steps.push_back(entries[i].steps_to_solve);
+        const std::optional<double> median = median_steps_to_solve(steps);
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%g", median.value_or(0));
+        s << solved << "/" << members.size() << " | " << (median ? buf : "never (half or more)") << " | ";
+    }
     std::string seq_cells = text_only ? "" : " | ";  // text: two empty cells, or no column
     if (seq_applies) {
         seq_cells = tok.empty() ? std::string("–") : fmt(stats(seq));
@@ -195,15 +203,28 @@ std::string spike_cell(const std::vector<summary_entry>& entries, const std::vec
 }
 
 void table_header(std::ostringstream& s, const std::vector<std::string>& keys, bool bits_column, bool spike_column,
-                  bool text_only) {
+                  bool text_only, bool best_column) {
     s << "|";
     for (const auto& k : keys) s << " " << k << " |";
     s << (text_only ? text_metric_header : metric_header) << (bits_column ? bits_header : "")
-      << (spike_column ? " loss_spikes by seed |" : "") << "\n|";
+      << (spike_column ? " loss_spikes by seed |" : "") << (best_column ? " best run (lowest val loss) |" : "")
+      << "\n|";
     const int columns = text_only ? text_metric_columns : metric_columns;
-    for (std::size_t i = 0; i < keys.size() + columns + (bits_column ? 1 : 0) + (spike_column ? 1 : 0); ++i)
+    for (std::size_t i = 0;
+         i < keys.size() + columns + (bits_column ? 1 : 0) + (spike_column ? 1 : 0) + (best_column ? 1 : 0); ++i)
         s << "---|";
     s << "\n";
+}
+
+// The folder of the group's run with the lowest final validation loss (a diverged run never).
+std::string best_run_cell(const std::vector<summary_entry>& entries, const std::vector<std::size_t>& members) {
+    const summary_entry* best = nullptr;
+    for (std::size_t i : members) {
+        const summary_entry& e = entries[i];
+        if (e.result.status != run_status::ok) continue;
+        if (!best || e.result.final_val.loss < best->result.final_val.loss) best = &e;
+    }
+    return best ? " `runs/" + best->point->id + "` |" : " – |";
 }
 
 void table_row(std::ostringstream& s, const std::vector<std::string>& values, const std::string& cells) {
@@ -236,8 +257,13 @@ std::string summary_table_md(const experiment_spec& spec, const std::vector<summ
       << "Final test metrics over the seeds of each group: mean ± std, then each seed's value (s<seed>: value). "
       << "solved = seeds with test token accuracy >= " << solved_token_acc
       << " (copy: test sequence accuracy >= " << solved_copy_seq_acc << ", every token of a copy right)"
+      << (only_text(entries) ? ""
+                             : "; steps to solve = the median over seeds of the first evaluation step at which a run "
+                               "reaches that accuracy on validation (a run that never does counts as later than "
+                               "every other)")
       << "; val_loss = final validation loss (mean ± std), on which choices are made. Diverged runs count as "
-         "unsolved and are left out of the means.\n\n";
+         "unsolved and are left out of the means. best run = the folder of the seed with the lowest final "
+         "validation loss.\n\n";
     if (any_spike_count(entries))
         s << "loss_spikes = training steps whose loss exceeds " << spike_factor << " times the median of the "
           << spike_window << " steps before (runs with train.log_every: 1; – where a run has no per-step losses).\n\n";
@@ -263,25 +289,27 @@ std::string summary_table_md(const experiment_spec& spec, const std::vector<summ
         s << "\n\n";
         std::vector<std::string> keys = grouping_keys(spec, true);
         keys.push_back(std::string(lr_key) + " (chosen)");
-        table_header(s, keys, bits_column, spike_column, text_only);
+        table_header(s, keys, bits_column, spike_column, text_only, true);
         for (const lr_choice& c : lr.variants) {
             std::vector<std::string> values = c.variant;
             const lr_candidate& chosen = c.rates[c.chosen];
             values.push_back(chosen.lr + edge_mark(c.edge) + (c.some_run_solves ? "" : " (none solved)"));
             table_row(s, values,
                       metric_cells(entries, chosen.members, bits_column, text_only) +
-                          spike_cell(entries, chosen.members, spike_column));
+                          spike_cell(entries, chosen.members, spike_column) + best_run_cell(entries, chosen.members));
         }
         s << "\n" << comparisons_section(spec, entries) << "## Every learning rate\n\n";
     } else {
         s << comparisons_section(spec, entries);
     }
+    // The run folder of each group's best seed where this is the only table (train.lr not swept).
     const std::vector<std::string> keys = grouping_keys(spec, false);
-    table_header(s, keys, bits_column, spike_column, text_only);
+    table_header(s, keys, bits_column, spike_column, text_only, !lr.swept);
     for (const run_group& g : group_runs(entries, keys))
-        table_row(
-            s, g.values,
-            metric_cells(entries, g.members, bits_column, text_only) + spike_cell(entries, g.members, spike_column));
+        table_row(s, g.values,
+                  metric_cells(entries, g.members, bits_column, text_only) +
+                      spike_cell(entries, g.members, spike_column) +
+                      (lr.swept ? "" : best_run_cell(entries, g.members)));
     return s.str();
 }
 

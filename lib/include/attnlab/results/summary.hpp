@@ -29,6 +29,10 @@ struct summary_entry {
     // without per-step losses (train.log_every != 1). write_summary_files
     // counts them from metrics.csv.
     std::optional<long> loss_spikes = std::nullopt;
+    // The first evaluation step at which the run solves its task on
+    // validation (results/steps_to_solve.hpp); none when it never does, and for
+    // text. write_summary_files reads it from metrics.csv.
+    std::optional<long> steps_to_solve = std::nullopt;
 };
 
 // State of one attention layer and head in recurrent form (docs/attention.md): floats
@@ -57,7 +61,7 @@ std::map<std::string, std::string> config_map(const run_config& cfg);
 // there (bits_per_byte beside each loss for text), the baselines of text
 // runs (unigram and bigram test loss, nats and bits), steps, wall_s, params, state size per layer and head, the steps
 // with a non-positive softmax sum, lr_selected (when train.lr is swept), reason,
-// loss_spikes (empty without per-step losses).
+// loss_spikes (empty without per-step losses), steps_to_solve (empty when never).
 std::string summary_csv(const experiment_spec& spec, const std::vector<summary_entry>& entries);
 
 // Every entry's metrics.csv (<runs_dir>/<run_id>/metrics.csv) in one long
