@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the tests of the attnlab Python package (python/tests/test_*.py) with a
-# python3 that can import torch, numpy, yaml and pandas (Debian's packages
+# python3 that can import torch, numpy, yaml, pandas and scipy (scipy
+# recomputes summarize's statistics in test_verdicts.py; Debian's packages
 # install into /usr/bin/python3, which a pyenv or venv python3 earlier in PATH
 # does not see). Tries $ATTNLAB_PYTHON, then /usr/bin/python3, then python3
 # from PATH. With none, it FAILS (exit 1) with a message: these tests are part
@@ -21,12 +22,12 @@ tried=()
 for py in "${ATTNLAB_PYTHON:-}" /usr/bin/python3 python3; do
   [ -n "$py" ] || continue
   command -v "$py" >/dev/null 2>&1 || { tried+=("$py (not found)"); continue; }
-  if "$py" -c "import torch, numpy, yaml, pandas" >/dev/null 2>&1; then
+  if "$py" -c "import torch, numpy, yaml, pandas, scipy" >/dev/null 2>&1; then
     exec "$py" "$here/run.py" "$@"
   fi
-  tried+=("$py (no torch/numpy/yaml/pandas)")
+  tried+=("$py (no torch/numpy/yaml/pandas/scipy)")
 done
-echo "python tests: FAILED: no python3 can import torch, numpy, yaml and pandas; tried: ${tried[*]}." >&2
-echo "python tests: install Debian's packages: apt-get install -y --no-install-recommends python3-torch python3-numpy python3-yaml python3-pandas" >&2
+echo "python tests: FAILED: no python3 can import torch, numpy, yaml, pandas and scipy; tried: ${tried[*]}." >&2
+echo "python tests: install Debian's packages: apt-get install -y --no-install-recommends python3-torch python3-numpy python3-yaml python3-pandas python3-scipy" >&2
 echo "python tests: (scripts/test does this), or set ATTNLAB_PYTHON to a python3 that has them." >&2
 exit 1
