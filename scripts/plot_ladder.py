@@ -10,7 +10,8 @@ difference against exp with the same denominator and its 95 % interval, as
 `attnlab summarize` computes them (comparisons.csv: the spec's report with
 baseline attention.numerator=exp and match attention.denominator); the
 order at which an interval first contains 0 is where the ladder reaches exp
-within the seeds' resolution.
+within the seeds' resolution. The number of paired seeds is said once, in
+the right panel's title; only a point with another count is annotated.
 
 usage: /usr/bin/python3 scripts/plot_ladder.py RESULTS_DIR [--out STEM]
 reads RESULTS_DIR/summary.csv and comparisons.csv; writes STEM.png and
@@ -19,7 +20,7 @@ STEM.pdf (default RESULTS_DIR/plots/ladder). Needs Debian's python3-matplotlib.
 import argparse
 import os
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import plot_style
 from plot_style import BLACK, COLOURS, InputError
@@ -80,6 +81,17 @@ def draw(results_dir, stem):
     if not denominators:
         raise InputError(f"{results_dir}/summary.csv: no linear or taylor run at a chosen rate")
 
+    # Right: paired differences against exp with the same denominator, (x, comparisons row) per denominator.
+    paired = {}
+    for den in denominators:
+        rows = [c for c in comparisons if c["metric"] == "bits_per_byte" and baseline_is_exp(c, den)
+                and c["attention.denominator"] == den and plain_variant(c) and ladder_x(c) is not None]
+        paired[den] = sorted(((ladder_x(c), c) for c in rows), key=lambda p: p[0])
+    # The number of paired seeds is said once (the title) for the count most points share; only a point
+    # with another count is annotated.
+    counts = Counter(c["n"] for pts in paired.values() for _, c in pts if c["ci_low"] != "")
+    common_n = counts.most_common(1)[0][0] if counts else None
+
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2), constrained_layout=True)
     for i, den in enumerate(denominators):
         colour = COLOURS[i % len(COLOURS)]
@@ -98,18 +110,16 @@ def draw(results_dir, stem):
             e = sum(exp_bits[den]) / len(exp_bits[den])
             left.axhline(e, color=colour, linestyle="--", linewidth=1,
                          label=f"exp / {den} ({len(exp_bits[den])} seeds)")
-        # Right: paired difference against exp with the same denominator.
-        rows = [c for c in comparisons if c["metric"] == "bits_per_byte" and baseline_is_exp(c, den)
-                and c["attention.denominator"] == den and plain_variant(c) and ladder_x(c) is not None]
-        pts = sorted((ladder_x(c), c) for c in rows)
+        pts = paired[den]
         for x, c in pts:
             if c["ci_low"] == "":
                 continue
             mean, lo, hi = float(c["mean_diff"]), float(c["ci_low"]), float(c["ci_high"])
             right.errorbar([x + offset], [mean], yerr=[[mean - lo], [hi - mean]], color=colour, marker="o",
                            markersize=4, capsize=3, linestyle="none")
-            right.annotate(f"n={c['n']}", (x + offset, hi), textcoords="offset points", xytext=(0, 3), fontsize=6.5,
-                           color=colour, ha="center")
+            if c["n"] != common_n:
+                right.annotate(f"{c['n']} seeds", (x + offset, hi), textcoords="offset points", xytext=(0, 3),
+                               fontsize=6.5, color=colour, ha="center")
         right.plot([x + offset for x, c in pts if c["mean_diff"] != ""],
                    [float(c["mean_diff"]) for x, c in pts if c["mean_diff"] != ""], color=colour, linewidth=0.8,
                    label=f"vs exp / {den}")
@@ -122,7 +132,10 @@ def draw(results_dir, stem):
     left.legend(fontsize=7.5)
     right.axhline(0, color=BLACK, linewidth=0.8)
     right.set_ylabel("Δ bits per byte vs exp, paired (95 % CI)")
-    right.set_title("Paired difference against exp")
+    n_note = ""
+    if common_n is not None:
+        n_note = f"\n{common_n} paired seeds per point" + ("" if len(counts) == 1 else " unless marked")
+    right.set_title("Paired difference against exp" + n_note)
     right.legend(fontsize=7.5)
     return plot_style.save(fig, stem)
 

@@ -29,7 +29,10 @@ median over seeds as a bar, never a mean with error bars.
                     attention.order is swept), one series per remaining
                     swept setting (e.g. the denominator); variants without
                     an order (exp, linear kernels) as categories on the
-                    right, not joined to the Taylor line.
+                    right, not joined to the Taylor line. With a single
+                    Taylor order: one category per variant and remaining
+                    setting (taylor-2 / norm, exp / norm), each its own
+                    colour and marker.
   by_numerator      final test accuracy per numerator (when swept and the
                     order is not), categories side by side, grouped by the
                     remaining swept setting; no lines between categories.
@@ -41,15 +44,19 @@ median over seeds as a bar, never a mean with error bars.
   by_state          final test accuracy against the recurrent state of one
                     attention layer, all heads together (floats, symmetric
                     Taylor layout; exp and clamped kernels: their key/value
-                    cache at the longest input), log scale; colour: the
-                    series (the head count when swept), marker: the variant.
+                    cache at the longest input), log scale with as many
+                    tick labels as fit without touching; colour: the series
+                    (the head count when swept), marker: the variant.
                     Drawn when the state size differs between runs.
   chosen_loss_curves  when summary.csv's lr_selected marks runs (train.lr
                     swept): validation and test loss against step (not
                     train: noisy) of each variant at its chosen learning
                     rate only, one line per variant named by its swept keys
-                    but train.lr plus "lr X"; median, min-max band, log
-                    scale as loss_curves; legend best first.
+                    but train.lr plus "lr X" (keys set by an earlier key,
+                    e.g. the batch by the sequence length, are named once
+                    in the title instead); median, min-max band, log scale
+                    as loss_curves; legend best first, under the panels in
+                    several columns for more than MAX_CURVES variants.
   chosen_final      the same runs as a horizontal dot plot, one row per
                     variant, best on top: every seed a point, the median a
                     tick. Text: final test bits per byte (loss / ln 2), with
@@ -88,8 +95,7 @@ plt = plot_style.load_pyplot("plot_sweep.py", with_numpy=True)
 # After load_pyplot, which turns a missing matplotlib or numpy into one line and exit code 2.
 import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.ticker import (FuncFormatter, LogFormatterSciNotation, LogLocator, MaxNLocator,  # noqa: E402
-                               NullFormatter)
+from matplotlib.ticker import FuncFormatter, Locator, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
 SPLITS = ["train", "val", "test"]
 MAX_CURVES = 7  # sweep points drawn in one panel of curves; more are split into rows
@@ -147,6 +153,19 @@ def outside_legend(fig, handles, labels, title, ncol=1):
     fig.legend(handles, labels, title=title, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False, ncol=ncol)
 
 
+BELOW_FONT = 7.5  # legend font under the panels (many entries)
+
+
+def below_legend(fig, handles, labels, title, width):
+    """The legend under the panels, in as many columns as fit the figure's width (inches); entries run down
+    the columns, so a ranked list reads top to bottom, then left to right."""
+    char = 0.55 * BELOW_FONT / 72  # inches per character, about
+    column = max(len(label) for label in labels) * char + 0.6  # the line sample and the spacing
+    ncol = max(1, min(len(labels), int(width // column)))
+    fig.legend(handles, labels, title=title, loc="upper center", bbox_to_anchor=(0.5, 0.0), frameon=False,
+               ncol=ncol, fontsize=BELOW_FONT, columnspacing=1.2, handlelength=2.2)
+
+
 def seed_and_median_handles(runs, median_handle):
     """Legend entries for a seed's point, the median and (when a run diverged) a diverged run."""
     handles = [Line2D([], [], color="0.3", marker="o", ls="none", ms=5, alpha=0.7), median_handle]
@@ -199,6 +218,77 @@ def readable_log_axis(ax):
     axis.set_minor_formatter(NullFormatter())
 
 
+def sci_label(v, _=None):
+    """3×10⁴, 10⁵ (mathtext); a mantissa that is not a whole number keeps one or two decimals (6.5×10⁴)."""
+    if v <= 0:
+        return ""
+    e = math.floor(math.log10(v) + 1e-9)
+    m = v / 10 ** e
+    if abs(m - 1) < 1e-6:
+        return f"$10^{{{e}}}$"
+    return f"${m:.3g}\\times10^{{{e}}}$"
+
+
+class SpacedLogLocator(Locator):
+    """Labelled ticks of a log axis that never run into each other: the richest set of mantissas (1-9, then
+    1 2 3 5, 1 2 5, 1 3, 1, then every 2nd, 3rd ... decade) whose labels (sci_label) stay LABEL_GAP apart
+    at the axis's drawn length; over less than one step of mantissa, a few plain linear ticks."""
+    MANTISSAS = [(1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 2, 3, 5), (1, 2, 5), (1, 3), (1,)]
+    LABEL_GAP = 0.12  # inches between neighbouring labels
+    MAX_LABELS = 9
+
+    def __call__(self):
+        vmin, vmax = self.axis.get_view_interval()
+        return self.tick_values(vmin, vmax)
+
+    def label_width(self, v):
+        """The drawn width of sci_label(v) in inches, estimated from its characters (tick label size)."""
+        text = sci_label(v).strip("$").replace("\\times", "x")
+        base, _, exponent = text.partition("^")
+        size = plt.rcParams["xtick.labelsize"]
+        size = size if isinstance(size, (int, float)) else 8.5
+        return (len(base) + 0.7 * len(exponent.strip("{}"))) * 0.6 * size / 72
+
+    def fits(self, ticks, per_decade):
+        pos = [math.log10(t) * per_decade for t in ticks]
+        return all(p1 - p0 >= (self.label_width(t0) + self.label_width(t1)) / 2 + self.LABEL_GAP
+                   for p0, p1, t0, t1 in zip(pos, pos[1:], ticks, ticks[1:]))
+
+    def tick_values(self, vmin, vmax):
+        vmin, vmax = sorted((vmin, vmax))
+        if vmax <= 0:
+            return []
+        vmin = vmin if vmin > 0 else vmax / 1e3
+        lo, hi = math.log10(vmin), math.log10(vmax)
+        ax = self.axis.axes
+        box = ax.get_window_extent()
+        length = (box.width if self.axis is ax.xaxis else box.height) / ax.figure.dpi
+        per_decade = length / max(hi - lo, 1e-9)
+        decades = range(math.floor(lo), math.ceil(hi) + 1)
+        for subs in self.MANTISSAS:
+            ticks = [m * 10.0 ** e for e in decades for m in subs if vmin <= m * 10.0 ** e <= vmax]
+            if len(ticks) < 2 and subs == self.MANTISSAS[0]:  # a narrow range: plain steps within it
+                return [t for t in MaxNLocator(nbins=3).tick_values(vmin, vmax) if vmin <= t <= vmax]
+            if len(ticks) <= self.MAX_LABELS and self.fits(ticks, per_decade):
+                return ticks
+        for step in (2, 3, 5, 10, 20):
+            ticks = [10.0 ** e for e in decades if e % step == 0 and vmin <= 10.0 ** e <= vmax]
+            if len(ticks) <= self.MAX_LABELS and self.fits(ticks, per_decade):
+                return ticks
+        return ticks
+
+
+def spaced_log_axis(axis):
+    """A log axis whose labels do not collide (SpacedLogLocator), unlabelled minor ticks."""
+    if axis is axis.axes.xaxis:
+        axis.axes.set_xscale("log")
+    else:
+        axis.axes.set_yscale("log")
+    axis.set_major_locator(SpacedLogLocator())
+    axis.set_major_formatter(FuncFormatter(sci_label))
+    axis.set_minor_formatter(NullFormatter())
+
+
 def zoom_axis(ax, drawn, last_step):
     """A linear y axis over the values drawn from ZOOM_FROM of training on (band included), 6 plain ticks.
     drawn: (label, steps, median, low, high) per series. A series whose last median lies far above the
@@ -222,21 +312,25 @@ def zoom_axis(ax, drawn, last_step):
         pad = max(0.06 * (b - a), 1e-3 * abs(b), 1e-6)
         ax.set_ylim(a - pad, b + pad)
     if outliers:
-        ax.text(0.98, 0.97, "above the axis: " + "; ".join(f"{label} ({v:.2f})" for v, label in last
-                                                           if label in outliers),
-                transform=ax.transAxes, ha="right", va="top", fontsize=7.5, color="0.25")
+        # One name per line inside the panel, kept out of the layout: a long note must not squeeze the panels.
+        note = ax.text(0.98, 0.97, "\n".join(["above the axis:"] + [f"{label} ({v:.2f})" for v, label in last
+                                                                    if label in outliers]),
+                       transform=ax.transAxes, ha="right", va="top", fontsize=7, color="0.25",
+                       bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1.5}, zorder=5)
+        note.set_in_layout(False)
     ax.yaxis.set_major_locator(MaxNLocator(nbins=6))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
 
 
-def curve_figure(panels, series, metrics, splits, title, scale, panel_height=2.9):
+def curve_figure(panels, series, metrics, splits, title, scale, panel_height=2.9, panel_width=4.2):
     """One row per panel group and metric, one column per split; one line per series with its min-max band.
 
     panels: {panel name: {series name: runs}}; a series keeps its style in every panel. scale: "log" (loss),
     "unit" (accuracy, 0 to 1) or "zoom" (text: linear, step 0 left out, zoomed by zoom_axis)."""
     zoom = scale == "zoom"
     rows = [(p, m) for p in panels for m in metrics]
-    fig, axes = new_figure(len(rows), len(splits), 4.2 * len(splits), panel_height * len(rows) + 0.5, sharex=True)
+    fig, axes = new_figure(len(rows), len(splits), panel_width * len(splits), panel_height * len(rows) + 0.5,
+                           sharex=True)
     for ri, (panel, (metric, metric_name)) in enumerate(rows):
         for ci, split in enumerate(splits):
             ax = axes[ri][ci]
@@ -353,9 +447,9 @@ def categorical_figure(runs, category_of, group_of, x_title, group_title, title)
                 members = [r for r in runs if category_of(r) == c and group_of(r) == g]
                 x = ci - 0.4 + width * (pi + 0.5)
                 draw_seeds(ax, x, members, metric, style(groups.index(g)), width * 0.8)
+        long_names = max(len(line) for c in categories for line in c.split("\n")) > 8  # tilted when long
         ax.set_xticks(range(len(categories)))
-        ax.set_xticklabels(categories, rotation=30 if max(len(c) for c in categories) > 8 else 0, ha="right"
-                           if max(len(c) for c in categories) > 8 else "center")
+        ax.set_xticklabels(categories, rotation=30 if long_names else 0, ha="right" if long_names else "center")
         ax.set_xlim(-0.6, len(categories) - 0.4)
         ax.set_xlabel(x_title)
         accuracy_axes(ax, metric_name, metric, fitted=is_text(runs))
@@ -363,18 +457,31 @@ def categorical_figure(runs, category_of, group_of, x_title, group_title, title)
     if len(groups) > 1:
         handles = [Line2D([], [], ls="none", **{k: v for k, v in style(i).items() if k != "linestyle"}, ms=6)
                    for i in range(len(groups))] + handles
-        labels = groups + labels
+        labels = [g.replace("\n", ", ") for g in groups] + labels
     finish(fig, title)
     outside_legend(fig, handles, labels, group_title if len(groups) > 1 else None)
     return fig
 
 
-def order_figure(runs, group_of, group_title, title):
-    """Final test accuracy against the Taylor order; variants without an order as categories on the right."""
+def order_figure(runs, group_of, group_title, title, final):
+    """Final test accuracy against the Taylor order; variants without an order as categories on the right.
+
+    With a single Taylor order there is no order axis: one category per variant and remaining setting
+    (taylor-2 / norm, exp / norm ...), each its own colour and marker, named under its column."""
     orders = sorted({int(r.get("attention.order")) for r in runs if r.get("attention.numerator") == "taylor"
                      and r.get("attention.order")})
+    if len(orders) <= 1:
+        def name(r):
+            return "\n".join(p for p in (variant_name(r), group_of(r)) if p)
+
+        taylor_first = sorted(runs, key=lambda r: r.get("attention.numerator") != "taylor")
+        return categorical_figure(taylor_first, name, name, "variant" + (f" / {group_title}" if group_title else ""),
+                                  "variant" + (f" / {group_title}" if group_title else ""),
+                                  f"{title}: {final} per variant"
+                                  + (f" (a single Taylor order, {orders[0]})" if orders else ""))
     others = list(OrderedDict.fromkeys(variant_name(r) for r in runs if r.get("attention.numerator") != "taylor"))
     ticks = [str(o) for o in orders] + others
+    title = f"{title}: {final} against Taylor order"
     groups = list(OrderedDict.fromkeys(group_of(r) for r in runs))
     width = 0.7 / len(groups)
     fig, axes = new_figure(1, 2, max(5.0, 1.2 + 0.7 * len(ticks)) * 2, 3.8)
@@ -430,6 +537,11 @@ def uses_cache(run):
     return run.get("attention.numerator") == "exp" or bool(run.get("attention.clamp"))
 
 
+# by_state tells the variants apart by marker alone (colour is the series): more shapes than style() has, so
+# that the twelve variants of lm_variants do not share one.
+STATE_MARKERS = MARKERS + ["p", "*", "d", "H"]
+
+
 def state_figure(runs, group_of, group_title, title):
     """Final test accuracy against the state of one attention layer (all heads), log scale.
 
@@ -450,7 +562,7 @@ def state_figure(runs, group_of, group_title, title):
                 vals = [(v, d) for v, d in vals if v is not None]
                 if x is None or not vals:
                     continue
-                marker = MARKERS[variants.index(name) % len(MARKERS)]
+                marker = STATE_MARKERS[variants.index(name) % len(STATE_MARKERS)]
                 for v, d in vals:
                     ax.plot(x, v, ls="none", marker="x" if d else marker, ms=5, color=colour, alpha=0.6,
                             mec="white" if not d else colour, mew=0.5, zorder=3)
@@ -462,9 +574,7 @@ def state_figure(runs, group_of, group_title, title):
             line.sort()
             ax.plot([p[0] for p in line], [p[1] for p in line], color=colour, ls=style(gi)["linestyle"], lw=1,
                     alpha=0.8, zorder=2)
-        ax.set_xscale("log")
-        # Label some minor ticks too when the sizes span under two decades (else one label or none).
-        ax.xaxis.set_minor_formatter(LogFormatterSciNotation(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
+        spaced_log_axis(ax.xaxis)
         ax.set_xlabel(("recurrent state per attention layer, all heads" if per_layer else
                        "recurrent state per attention head") + " (floats)" +
                       ("\nTaylor: symmetric layout; exp: key/value cache at the longest input"
@@ -475,8 +585,8 @@ def state_figure(runs, group_of, group_title, title):
     if len(groups) > 1:
         handles += [Line2D([], [], color=style(i)["color"], ls=style(i)["linestyle"], lw=2) for i in range(len(groups))]
         labels += groups
-    handles += [Line2D([], [], color="0.3", ls="none", marker=MARKERS[i % len(MARKERS)], ms=7, mfc="none", mew=1.5)
-                for i in range(len(variants))]
+    handles += [Line2D([], [], color="0.3", ls="none", marker=STATE_MARKERS[i % len(STATE_MARKERS)], ms=7,
+                       mfc="none", mew=1.5) for i in range(len(variants))]
     labels += variants
     more, more_labels = seed_and_median_handles(
         runs, Line2D([], [], color="0.3", marker="o", ls="none", ms=11, mfc="none", mew=2))
@@ -490,19 +600,48 @@ def state_figure(runs, group_of, group_title, title):
 
 VARIANT_KEYS = ("attention.numerator", "attention.order")
 CHOSEN = "at its chosen learning rate"
-LEGEND_ROWS = 24  # legend entries per column; more entries take more columns
+
+
+def follower_keys(runs, keys):
+    """{key: the earlier key that sets it}: swept keys outside attention.* whose value follows from an earlier
+    key's in these runs (the batch, the example counts and the step budget set with the sequence length). Left
+    out of the names, they are said once; the names stay unique, as a follower adds nothing to its leader."""
+    followers = OrderedDict()
+    for i, k in enumerate(keys):
+        if k.startswith("attention."):
+            continue
+        for lead in keys[:i]:
+            if lead in followers or len({r.get(lead) for r in runs}) < 2:
+                continue
+            values = {}
+            if all(values.setdefault(r.get(lead), r.get(k)) == r.get(k) for r in runs):
+                followers[k] = lead
+                break
+    return followers
+
+
+def followers_note(followers):
+    """'pairs, batch set by seq len' for follower_keys' answer; "" when there is none."""
+    leads = OrderedDict()
+    for k, lead in followers.items():
+        leads.setdefault(lead, []).append(readable(k))
+    return "; ".join(f"{', '.join(ks)} set by {readable(lead)}" for lead, ks in leads.items())
 
 
 def chosen_groups(runs, keys, metric, lower_is_better):
     """The runs marked lr_selected, one group per variant named "<its swept keys but train.lr>, lr X", best
-    first by the median final test `metric`; {} when no run is marked."""
+    first by the median final test `metric` ({} when no run is marked); and the note naming the keys left
+    out of the names because an earlier key sets them (followers_note)."""
     keys = [k for k in keys if k != "train.lr"]
     keys = [k for k in keys if k in VARIANT_KEYS] + [k for k in keys if k not in VARIANT_KEYS]  # the variant first
+    selected = [r for r in runs if r.lr_selected]
+    followers = follower_keys(selected, keys)
+    keys = [k for k in keys if k not in followers]
 
     def label(r):
         return ", ".join(p for p in (describe(r, keys), f"lr {r.get('train.lr')}") if p)
 
-    groups = group_by([r for r in runs if r.lr_selected], label)
+    groups = group_by(selected, label)
 
     def rank(item):  # groups without a value last
         vals = [v for v in (r.final(metric) for r in item[1]) if v is not None]
@@ -511,22 +650,29 @@ def chosen_groups(runs, keys, metric, lower_is_better):
         med = float(np.median(vals))
         return (0, med if lower_is_better else -med)
 
-    return OrderedDict(sorted(groups.items(), key=rank))
+    return OrderedDict(sorted(groups.items(), key=rank)), followers_note(followers)
 
 
-def chosen_curves(groups, title, out_dir, name, written):
+def chosen_curves(groups, note, title, out_dir, name, written):
     """Validation and test loss against step, one line per variant at its chosen rate (median, min-max band)."""
     series = list(groups)
     runs = [r for g in groups.values() for r in g]
     splits = [s for s in splits_present(runs) if s != "train"] or ["test"]  # train loss is noisy
     text = is_text(runs)
-    # Taller panels for many variants, so that the legend beside them stays one column and the lines apart.
+    # Over MAX_CURVES variants the legend goes under the panels in several columns (beside them it would take
+    # a quarter of the width), and the panels grow so that the lines stay apart.
+    many = len(series) > MAX_CURVES
+    width = 5.2 if many else 4.2
     fig = curve_figure({"": groups}, series, [TEXT_LOSS if text else ("loss", "loss (nats)")], splits,
                        f"{title}: loss against step, each variant {CHOSEN}\nline: median, band: min-max over seeds"
-                       + ("; step 0 left out, axis zoomed" if text else ""),
-                       "zoom" if text else "log", panel_height=max(2.9, 0.6 + 0.17 * min(len(series), LEGEND_ROWS)))
-    outside_legend(fig, series_handles(series), series, f"variant {CHOSEN} (best first)",
-                   ncol=math.ceil(len(series) / LEGEND_ROWS))
+                       + ("; step 0 left out, axis zoomed" if text else "")
+                       + (f"\nnot in the names: {note}" if note else ""),
+                       "zoom" if text else "log", panel_height=3.6 if many else 2.9, panel_width=width)
+    legend_title_text = f"variant {CHOSEN} (best first)"
+    if many:
+        below_legend(fig, series_handles(series), series, legend_title_text, width * len(splits))
+    else:
+        outside_legend(fig, series_handles(series), series, legend_title_text)
     save(fig, out_dir, name, written)
 
 
@@ -543,7 +689,7 @@ def baselines(runs, lo, hi):
     return found
 
 
-def chosen_final(groups, title, out_dir, name, written):
+def chosen_final(groups, note, title, out_dir, name, written):
     """Final test values, one row per variant at its chosen rate, best on top: every seed a point, the median a
     tick. Text: bits per byte, with the unigram and bigram baselines; other tasks: token (and sequence) accuracy."""
     runs = [r for g in groups.values() for r in g]
@@ -580,7 +726,8 @@ def chosen_final(groups, title, out_dir, name, written):
     handles, labels = seed_and_median_handles(runs, tick)
     what = "final test loss" if text else "final test accuracy"
     finish(fig, f"{title}: {what}, each variant {CHOSEN} (best on top)" +
-           (f"\nbaselines off the axis (bits per byte): {', '.join(notes)}" if notes else ""))
+           (f"\nbaselines off the axis (bits per byte): {', '.join(notes)}" if notes else "") +
+           (f"\nnot in the names: {note}" if note else ""))
     outside_legend(fig, handles + extra_handles, labels + extra_labels, None)
     save(fig, out_dir, name, written)
 
@@ -588,11 +735,11 @@ def chosen_final(groups, title, out_dir, name, written):
 def chosen_figures(runs, keys, title, prefix, out_dir, written):
     """chosen_loss_curves and chosen_final when summary.csv marks runs lr_selected; nothing otherwise."""
     text = is_text(runs)
-    groups = chosen_groups(runs, keys, "bits_per_byte" if text else "token_acc", lower_is_better=text)
+    groups, note = chosen_groups(runs, keys, "bits_per_byte" if text else "token_acc", lower_is_better=text)
     if not groups:
         return
-    chosen_curves(groups, title, out_dir, prefix + "chosen_loss_curves", written)
-    chosen_final(groups, title, out_dir, prefix + "chosen_final", written)
+    chosen_curves(groups, note, title, out_dir, prefix + "chosen_loss_curves", written)
+    chosen_final(groups, note, title, out_dir, prefix + "chosen_final", written)
 
 
 # ---------------------------------------------------------------- per task
@@ -645,8 +792,7 @@ def task_figures(all_runs, all_swept, title, prefix, out_dir, written):
     curves(panels, legend_title(series_keys) if series_keys else "variant", title, out_dir, prefix, written)
 
     if "attention.order" in keys:
-        fig = order_figure(runs, group_of(rest), legend_title(rest),
-                           f"{title}: {final} against Taylor order")
+        fig = order_figure(runs, group_of(rest), legend_title(rest), title, final)
         save(fig, out_dir, prefix + "by_order", written)
     elif "attention.numerator" in keys:
         fig = categorical_figure(runs, variant_name, group_of(rest), "numerator", legend_title(rest),
