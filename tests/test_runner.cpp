@@ -49,6 +49,12 @@ TEST_CASE("a diverging run is recorded as diverged and the sweep goes on", "[run
     CHECK(diverged->status == run_status::diverged);
     CHECK(diverged->steps < 40);
     CHECK(diverged->reason.find("not finite at step") != std::string::npos);
+    // What went non-finite: the last finite step's loss and gradient norm, and the diverging batch's scores
+    // (exp without a denominator at lr 1: the scores grow until exp's sum overflows).
+    INFO(diverged->reason);
+    CHECK_THAT(diverged->reason, Catch::Contains("the last finite: loss"));
+    CHECK_THAT(diverged->reason, Catch::Contains("largest |score|"));
+    CHECK_THAT(diverged->reason, Catch::Contains("largest row log-sum-exp"));
     CHECK_FALSE(fs::exists(out.dir + "/runs/" + spec.runs[0].id + "/model.safetensors"));
 
     // linear/softmax: z_t = sum_j s_tj starts near 0 with either sign.

@@ -1,13 +1,19 @@
 // The training loop of one run.
 #include "attnlab/train/trainer.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdarg>
+#include <cstdio>
 #include <limits>
 #include <omp.h>
+#include <optional>
 #include <stdexcept>
+#include <vector>
 
 #include "attnlab/model/make_model.hpp"
+#include "attnlab/train/checkpoint.hpp"  // params_finite
 #include "attnlab/train/optimizer.hpp"
 #include "attnlab/util/error.hpp"
 #include "attnlab/util/subnormals.hpp"
@@ -16,6 +22,55 @@
 namespace attnlab {
 
 namespace {
+
+// What a step that went non-finite looked like, for result.yaml's reason:
+// the largest |score| q·k/sqrt(HS) of any head (before a clamp) and the
+// largest row log-sum-exp of the scores exp sees (after the clamp), from a
+// forward pass of the diverging batch with the last finite parameters. exp
+// overflows float32 past 88.7, so a log-sum-exp near it names the overflow;
+// a modest one points at the gradient instead.
+std::string fmt_reason(const char* format, ...) {
+    char buf[256];
+    va_list args;
+    va_start(args, format);
+    std::vsnprintf(buf, sizeof buf, format, args);
+    va_end(args);
+    return buf;
+}
+
+struct score_extremes {
+    double max_abs_score = 0, max_row_logsumexp = -std::numeric_limits<double>::infinity();
+};
+score_extremes diverging_batch_scores(transformer<float>& model, const batch& b, std::optional<double> clamp) {
+    score_extremes x;
+    model.forward(b.tokens.data(), b.targets.data(), b.B, b.T);
+    const int L = model.config().layers, NH = model.config().heads, C = model.config().d_model, HS = C / NH;
+    const double scale = 1.0 / std::sqrt(static_cast<double>(HS));
+    for (int l = 0; l < L; ++l) {
+        const float* Q = model.queries(l);  // (B, T, C)
+        const float* K = model.keys(l);     // (B, T, C)
+        for (int bh = 0; bh < b.B * NH; ++bh) {
+            const long at = static_cast<long>(bh / NH) * b.T * C + static_cast<long>(bh % NH) * HS;
+            for (int i = 0; i < b.T; ++i) {
+                double row_max = -std::numeric_limits<double>::infinity(), row_sum = 0;
+                std::vector<double> row(static_cast<std::size_t>(i) + 1);
+                for (int j = 0; j <= i; ++j) {
+                    double s = 0;
+                    for (int d = 0; d < HS; ++d)
+                        s += static_cast<double>(Q[at + static_cast<long>(i) * C + d]) *
+                             K[at + static_cast<long>(j) * C + d];
+                    s *= scale;
+                    x.max_abs_score = std::max(x.max_abs_score, std::abs(s));
+                    row[static_cast<std::size_t>(j)] = clamp ? std::min(s, *clamp) : s;
+                    row_max = std::max(row_max, row[static_cast<std::size_t>(j)]);
+                }
+                for (double s : row) row_sum += std::exp(s - row_max);
+                x.max_row_logsumexp = std::max(x.max_row_logsumexp, row_max + std::log(row_sum));
+            }
+        }
+    }
+    return x;
+}
 
 // Running sums of answer-position metrics over examples.
 struct metrics_accumulator {
@@ -126,6 +181,7 @@ run_result train_run(const run_config& cfg, const train_callbacks& cb, const tra
     double elapsed0 = 0;   // seconds of the run spent before a resume
     int first_step = 1;
     batch b;
+    double last_loss = 0, last_gnorm = 0;  // of the last finite step, for a divergence's reason
     if (resume) {
         const std::size_t n = model.params.size();
         if (resume->params.size() != n || resume->adam_m.size() != n || resume->adam_v.size() != n)
@@ -218,9 +274,21 @@ run_result train_run(const run_config& cfg, const train_callbacks& cb, const tra
             res.status = run_status::diverged;
             res.reason =
                 std::string(std::isfinite(loss) ? "gradient" : "loss") + " not finite at step " + std::to_string(step);
+            if (step > first_step)
+                res.reason += fmt_reason(" (step %d, the last finite: loss %.4g, gradient norm %.4g before clipping)",
+                                         step - 1, last_loss, last_gnorm);
+            if (params_finite(model)) {
+                const score_extremes x = diverging_batch_scores(model, b, cfg.attention.clamp);
+                res.reason += fmt_reason(
+                    "; its batch with the last finite parameters: largest |score| %.4g, largest "
+                    "row log-sum-exp of exp's scores %.4g (float32 exp overflows past 88.7)",
+                    x.max_abs_score, x.max_row_logsumexp);
+            }
             res.steps = step - 1;
             break;
         }
+        last_loss = loss;
+        last_gnorm = gnorm;
         const double lr = learning_rate(tc, step);
         opt.step(model.params, model.grads, lr);
         res.steps = step;
