@@ -299,8 +299,7 @@ comparisons_result compare_with_baselines(const experiment_spec& spec, const std
             }
             if (found.size() > 1) {
                 std::string which;
-                for (const judged_variant* b : found)
-                    append_item(which, "; ", variant_label(keys, b->values));
+                for (const judged_variant* b : found) append_item(which, "; ", variant_label(keys, b->values));
                 res.notes.push_back(label + ": " + std::to_string(found.size()) + " variants match the baseline " +
                                     res.baselines[bi] + " (" + which + "); name more keys in the baseline or in match");
                 continue;
