@@ -4,11 +4,15 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <string>
 
 #include "attnlab/bench/train_bench.hpp"
 #include "attnlab/model/make_model.hpp"
+#include "attnlab/ops/peak_fma.hpp"
 #include "attnlab/spec/spec.hpp"
+#include "attnlab/util/build_info.hpp"
 #include "attnlab/util/subprocess.hpp"
 #include "support/process_support.hpp"
 #include "support/test_data.hpp"
@@ -73,6 +77,18 @@ TEST_CASE("bench train: memory a step needs, by hand", "[bench]") {
     CHECK(m.activations == (150 + 12 + 24 + 30 + 36 + 72) * 4);
 }
 
+TEST_CASE("peak FMA: the loop of this CPU's kernels, its lanes and a finite positive rate", "[bench]") {
+    const peak_fma_rate one = measure_peak_fma(1, 1, 0.002);
+    CHECK(one.threads == 1);
+    CHECK(std::isfinite(one.gflops));
+    CHECK(one.gflops > 0);
+    // The instruction set of attnlab's own kernels (build_info's kernel_isa) decides the loop.
+    const std::string isa = current_build(1).isa;
+    CHECK(one.lanes == (isa == "avx512f" ? 16 : isa == "avx2+fma" ? 8 : 4));
+    CHECK(one.isa.rfind(isa == "avx512f" || isa == "avx2+fma" ? isa : "baseline", 0) == 0);
+    CHECK(measure_peak_fma(2, 1, 0.002).threads == 2);
+}
+
 TEST_CASE("run_process: output, exit code and the environment changes of the child", "[bench]") {
     setenv("ATTNLAB_TEST_UNSET_ME", "visible", 1);
     const auto r = run_process({"/bin/sh", "-c", "echo \"$FOO ${ATTNLAB_TEST_UNSET_ME-gone}\"; echo oops >&2; exit 3"},
@@ -119,10 +135,16 @@ TEST_CASE("bench train --no-torch: the attnlab rows, memory and per-op table", "
     // the probe runs before each round; the percentages divide by its median
     CHECK(count_of(r.out + r.err, "matmul probe: 1 thread(s)") == 2);
     CHECK_THAT(r.out, Catch::Contains("1 thread(s) ") && Catch::Contains(" GFLOP/s (median of 2 rounds, "));
-    bool mlp_rate = false;  // the mlp row carries GFLOP/s and % of probe
+    bool mlp_rate = false;  // the mlp row carries its share, GFLOP/s, % of peak and % of probe
     for (const auto& l : lines)
-        mlp_rate = mlp_rate || (l.rfind("mlp ", 0) == 0 && l.back() == '%' && count_of(l, "%") == 2);
+        mlp_rate = mlp_rate || (l.rfind("mlp ", 0) == 0 && l.back() == '%' && count_of(l, "%") == 3);
     CHECK(mlp_rate);
+    // The physical bound and the BLAS kernels, named.
+    CHECK_THAT(r.out, Catch::Contains("peak FMA bound (float32, "));
+    CHECK_THAT(r.out, Catch::Contains("% of peak"));
+#ifdef ATTNLAB_OPENBLAS
+    CHECK_THAT(r.out, Catch::Contains("BLAS: OpenBLAS, core "));
+#endif
     CHECK(count_of(r.out, "pytorch") == 0);
 }
 

@@ -1,6 +1,10 @@
 // attnlab bench train (train_bench.hpp).
 #include "attnlab/bench/train_bench.hpp"
 
+#ifdef ATTNLAB_OPENBLAS
+extern "C" char* openblas_get_corename(void);  // OpenBLAS's own API (cblas.h declares it too)
+#endif
+
 #include <Eigen/Dense>
 #include <omp.h>
 
@@ -144,6 +148,23 @@ std::string last_line(const std::string& text) {
 }
 
 std::string human_bytes(double b) { return fmt::format("{:.1f} MiB", b / (1024.0 * 1024.0)); }
+
+// The peak FMA bound's GFLOP/s at a thread setting (0 if not measured).
+double peak_at(const std::vector<peak_fma_rate>& peak, int threads) {
+    for (const peak_fma_rate& p : peak)
+        if (p.threads == threads) return p.gflops;
+    return 0;
+}
+
+// OpenBLAS's kernel set for this CPU (its core name; an environment variable
+// such as OPENBLAS_CORETYPE can pick a narrower one than the CPU has).
+std::string blas_core_name() {
+#ifdef ATTNLAB_OPENBLAS
+    return openblas_get_corename();
+#else
+    return "";
+#endif
+}
 
 // The probe's GFLOP/s at a thread setting (0 if not probed).
 double probe_at(const std::vector<std::pair<int, double>>& probe, int threads) {
@@ -344,6 +365,13 @@ train_bench_result run_train_bench(const train_bench_options& opt,
     if (opt.rounds < 1) probe_round();  // the percentages still need one
     for (std::size_t i = 0; i < opt.threads.size(); ++i)
         r.probe.emplace_back(opt.threads[i], median_of(r.probe_rounds[i]));
+    // The physical bound: the peak FMA rate of the kernels' instruction set (best of its passes).
+    for (int th : opt.threads) {
+        r.peak.push_back(measure_peak_fma(th));
+        progress(fmt::format("peak FMA ({}, {} lanes): {} thread(s) {:.1f} GFLOP/s", r.peak.back().isa,
+                             r.peak.back().lanes, th, r.peak.back().gflops));
+    }
+    r.blas_core = blas_core_name();
 
     // Per-op times at attnlab's best setting, in a separate pass (clock reads).
     const side_timing* best = nullptr;
@@ -383,8 +411,8 @@ std::string format_train_bench(const train_bench_result& r) {
         variant_name(c.attention), to_string(c.task.kind), r.B, r.T, r.answers, r.vocab, r.param_count);
     s += fmt::format("model FLOPs per training step: {:.3f} GFLOP (forward {:.3f}, backward 2x forward)\n",
                      r.flops.total() / 1e9, r.flops.forward / 1e9);
-    s += fmt::format("\n{:<10} {:>7} {:>13} {:>9} {:>9} {:>10} {:>8}\n", "impl", "threads", "tokens/s", "step ms",
-                     "GFLOP/s", "% of probe", "repeats");
+    s += fmt::format("\n{:<10} {:>7} {:>13} {:>9} {:>9} {:>10} {:>10} {:>8}\n", "impl", "threads", "tokens/s",
+                     "step ms", "GFLOP/s", "% of peak", "% of probe", "repeats");
     const double tokens_per_step = static_cast<double>(r.B) * r.T;
     double best_attn = 0, best_torch = 0;
     int best_attn_th = 0, best_torch_th = 0;
@@ -394,9 +422,10 @@ std::string format_train_bench(const train_bench_result& r) {
             continue;
         }
         const double tps = side.median(), step_s = tokens_per_step / tps, gflops = r.flops.total() / step_s / 1e9;
-        const double probe = probe_at(r.probe, side.threads);
-        s += fmt::format("{:<10} {:>7} {:>13.0f} {:>9.2f} {:>9.2f} {:>9.1f}% {:>8}\n", side.impl, side.threads, tps,
-                         1e3 * step_s, gflops, probe > 0 ? 100 * gflops / probe : 0.0, side.tokens_per_s.size());
+        const double probe = probe_at(r.probe, side.threads), peak = peak_at(r.peak, side.threads);
+        s += fmt::format("{:<10} {:>7} {:>13.0f} {:>9.2f} {:>9.2f} {:>9.1f}% {:>9.1f}% {:>8}\n", side.impl,
+                         side.threads, tps, 1e3 * step_s, gflops, peak > 0 ? 100 * gflops / peak : 0.0,
+                         probe > 0 ? 100 * gflops / probe : 0.0, side.tokens_per_s.size());
         if (side.impl == "attnlab" && tps > best_attn) {
             best_attn = tps;
             best_attn_th = side.threads;
@@ -406,7 +435,17 @@ std::string format_train_bench(const train_bench_result& r) {
             best_torch_th = side.threads;
         }
     }
+    for (const peak_fma_rate& p : r.peak)
+        s += fmt::format("{}{} thread(s) {:.1f} GFLOP/s",
+                         &p == &r.peak.front() ? "peak FMA bound (float32, " + p.isa +
+                                                     " as attnlab's kernels; best of "
+                                                     "9 passes): "
+                                               : "; ",
+                         p.threads, p.gflops);
+    if (!r.peak.empty()) s += "\n";
 #ifdef ATTNLAB_OPENBLAS
+    s += "BLAS: OpenBLAS, core " + (r.blas_core.empty() ? std::string("unknown") : r.blas_core) +
+         " (large products; attnlab's own kernel does the small ones)\n";
     s += "matmul probe (float 512^3 per thread, OpenBLAS through Eigen):";
 #else
     s += "matmul probe (float 512^3 per thread, Eigen):";
@@ -451,12 +490,13 @@ std::string format_train_bench(const train_bench_result& r) {
         // Thread 0 runs about 1/threads of the batch: its share of the FLOPs
         // against one thread's share of the probe.
         const double shard = 1.0 / r.op_threads, probe_1 = probe_at(r.probe, r.op_threads) * shard;
+        const double peak_1 = peak_at(r.peak, r.op_threads) * shard;
         s += fmt::format(
             "\ntime per op, attnlab on {} thread(s) (thread 0's shard; ms per step; GFLOP/s of the "
-            "products, against 1 thread's share of the probe):\n",
+            "products, against 1 thread's share of the peak FMA bound and of the probe):\n",
             r.op_threads);
-        s += fmt::format("{:<26} {:>9} {:>9} {:>7} {:>9} {:>10}\n", "op", "forward", "backward", "share", "GFLOP/s",
-                         "% of probe");
+        s += fmt::format("{:<26} {:>9} {:>9} {:>7} {:>9} {:>10} {:>10}\n", "op", "forward", "backward", "share",
+                         "GFLOP/s", "% of peak", "% of probe");
         for (const auto& o : r.ops) {
             s += fmt::format("{:<26} {:>9.3f} {:>9.3f} {:>6.1f}%", o.name, o.forward_ms, o.backward_ms,
                              total > 0 ? 100 * (o.forward_ms + o.backward_ms) / total : 0.0);
@@ -464,7 +504,8 @@ std::string format_train_bench(const train_bench_result& r) {
             const double ms = o.forward_ms + o.backward_ms;
             if (f != r.flops.forward_by_op.end() && f->second > 0 && ms > 0) {
                 const double gflops = 3 * f->second * shard / (ms * 1e-3) / 1e9;  // forward + 2x backward
-                s += fmt::format(" {:>9.2f} {:>9.1f}%", gflops, probe_1 > 0 ? 100 * gflops / probe_1 : 0.0);
+                s += fmt::format(" {:>9.2f} {:>9.1f}% {:>9.1f}%", gflops, peak_1 > 0 ? 100 * gflops / peak_1 : 0.0,
+                                 probe_1 > 0 ? 100 * gflops / probe_1 : 0.0);
             }
             s += "\n";
         }

@@ -5,6 +5,7 @@
 // of the best settings, achieved GFLOP/s against a matrix-multiply probe,
 // attnlab's peak memory against what training needs, and its time per op.
 #pragma once
+#include "attnlab/ops/peak_fma.hpp"
 #include <cstddef>
 #include <functional>
 #include <map>
@@ -96,6 +97,8 @@ struct train_bench_result {
     std::size_t param_count = 0;
     flop_count flops;
     std::vector<std::pair<int, double>> probe;      // (threads, GFLOP/s): the median of the rounds' probes
+    std::vector<peak_fma_rate> peak;                // per thread setting: the peak FMA bound (ops/peak_fma.hpp)
+    std::string blas_core;                          // OpenBLAS's kernel set on this CPU ("" without OpenBLAS)
     std::vector<std::vector<double>> probe_rounds;  // per thread setting (probe's order), one GFLOP/s a round
     std::vector<side_timing> sides;
     memory_need need;
