@@ -71,6 +71,17 @@ base:
   train: {steps: 100, batch: 16, lr: 1.0e-3, warmup: 10, weight_decay: 0.1, clip: 1.0}
 )";
 
+// Long context: experiments/lookup_length.yaml's model and task at T 1024
+// (256 pairs, vocabulary 2048, its batch of 4 windows), where the quadratic
+// attention takes most of the step.
+const char* const long_yaml = R"(name: bench-long
+base:
+  task: {kind: lookup, vocab: 2048, seq_len: 1024, pairs: 256, power_a: 1.0, test_examples: 16}
+  model: {layers: 2, d_model: 64, heads: 2, mlp: swiglu, position: rope, short_conv: 3}
+  attention: {numerator: exp, denominator: softmax}
+  train: {steps: 100, batch: 4, lr: 1.0e-3, warmup: 10, weight_decay: 0.1, clip: 1.0}
+)";
+
 // The committed language-model experiments' size (experiments/lm_variants.yaml):
 // bytes of data/kjv.txt (scripts/get_corpus, from the working directory; any
 // text serves, e.g. --set task.path=FILE), every position an answer over 256
@@ -175,13 +186,14 @@ double probe_at(const std::vector<std::pair<int, double>>& probe, int threads) {
 
 }  // namespace
 
-std::vector<std::string> bench_config_names() { return {"quickstart", "lm", "larger"}; }
+std::vector<std::string> bench_config_names() { return {"quickstart", "lm", "larger", "long"}; }
 
 std::string bench_config_yaml(const std::string& name) {
     if (name == "quickstart") return quickstart_yaml;
     if (name == "lm") return lm_yaml;
     if (name == "larger") return larger_yaml;
-    throw config_error("--config: unknown configuration '" + name + "', expected quickstart, lm or larger");
+    if (name == "long") return long_yaml;
+    throw config_error("--config: unknown configuration '" + name + "', expected quickstart, lm, larger or long");
 }
 
 double side_timing::median() const { return median_of(tokens_per_s); }
