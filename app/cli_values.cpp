@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
@@ -41,6 +42,25 @@ CLI::Validator integer_in(long lo, long hi) {
             return "";
         },
         "", "integer_in");
+}
+
+CLI::Validator unsigned_64() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            std::uint64_t v = 0;
+            const char* end = text.data() + text.size();
+            const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+            if (text.empty() || ec != std::errc() || ptr != end)
+                return "expected an integer from 0 to 18446744073709551615 (2^64 - 1), got '" + text + "'";
+            return "";
+        },
+        "", "unsigned_64");
+}
+
+CLI::Validator not_empty(const std::string& what) {
+    return CLI::Validator(
+        [what](std::string& text) -> std::string { return text.empty() ? "expected " + what + ", got ''" : ""; }, "",
+        "not_empty");
 }
 
 CLI::Validator number_in(double lo, double hi, const std::string& what) {

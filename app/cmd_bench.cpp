@@ -70,6 +70,7 @@ void add_bench_train(CLI::App& bench, action& chosen) {
     auto max_memory = std::make_shared<std::string>();
     cmd->add_option("--max-memory", *max_memory,
                     "Memory attnlab's side may take (e.g. 4G, 512M); default: what the machine has available")
+        ->check(not_empty("a size such as 4G"))
         ->type_name("SIZE");
     cmd->add_option("--python", opt->python, "Python with torch and numpy")->capture_default_str();
     cmd->add_option("--torch-script", opt->torch_script, "The PyTorch side")->capture_default_str();
@@ -87,7 +88,9 @@ void add_bench_train(CLI::App& bench, action& chosen) {
     cmd->add_option("--chunk", seq->chunk, "--seq-lens: attention.chunk of the chunked form")
         ->capture_default_str()
         ->check(integer_in(1, 1 << 20));
-    cmd->add_option("--out", *seq_out, "--seq-lens: directory for seq_len.csv and seq_len.txt")->capture_default_str();
+    cmd->add_option("--out", *seq_out, "--seq-lens: directory for seq_len.csv and seq_len.txt")
+        ->capture_default_str()
+        ->check(not_empty("a directory"));
     cmd->callback([=, &chosen] {
         chosen = [=] {
             if (spec->empty() == config->empty())
@@ -176,8 +179,11 @@ void add_bench(CLI::App& app, action& chosen) {
         ->check(one_of(variant_names));
     gen->add_option("--max-memory", *max_memory,
                     "Memory one variant may take (e.g. 4G, 512M); default: what the machine has available")
+        ->check(not_empty("a size such as 4G"))
         ->type_name("SIZE");
-    gen->add_option("--out", *out, "Directory for generate.csv")->capture_default_str();
+    gen->add_option("--out", *out, "Directory for generate.csv")
+        ->capture_default_str()
+        ->check(not_empty("a directory"));
     gen->callback([=, &chosen] {
         chosen = [=] {
             if (opt->model.d_model % opt->model.heads != 0 || (opt->model.d_model / opt->model.heads) % 2 != 0)

@@ -83,17 +83,20 @@ void add_eval(CLI::App& app, action& chosen) {
         cmd->add_option("--truncate", *truncate,
                         "Score the model as trained, then with its numerator replaced by --truncate-with at each "
                         "order, e.g. 1..16,24,32 (parallel form); writes --out")
+            ->check(not_empty("a list of orders such as 1..16,24,32"))
             ->type_name("ORDERS");
     cmd->add_option("--truncate-with", *truncate_with, "The numerator of --truncate: taylor (default) or power")
         ->check(one_of({"taylor", "power"}))
         ->type_name("taylor|power")
         ->needs(truncate_opt);
     auto* out_opt = cmd->add_option("--out", *out, "The CSV --truncate writes (one row per order)")
+                        ->check(not_empty("a file name"))
                         ->type_name("FILE.csv")
                         ->needs(truncate_opt);
     truncate_opt->needs(out_opt);
     cmd->add_option("--per-position", *per_position,
                     "Also write the mean test loss at each position of the evaluation windows to this CSV")
+        ->check(not_empty("a file name"))
         ->type_name("FILE.csv")
         ->excludes(truncate_opt);
     auto precision = std::make_shared<std::string>("float");
@@ -105,6 +108,7 @@ void add_eval(CLI::App& app, action& chosen) {
         ->type_name("float|double");
     cmd->add_option("--max-memory", *max_memory,
                     "Memory the evaluation may take (e.g. 4G, 512M); default: what the machine has available")
+        ->check(not_empty("a size such as 4G"))
         ->type_name("SIZE");
     cmd->callback([=, &chosen] {
         chosen = [=] {
@@ -117,6 +121,12 @@ void add_eval(CLI::App& app, action& chosen) {
             const memory_limit limit =
                 resolve_memory_limit(max_memory->empty() ? 0 : parse_size(*max_memory, "--max-memory"));
             const run_config trained = read_run_dir_config(*run_dir);
+            // What the outputs may not replace: the run's own files and the text it was trained on.
+            std::vector<std::string> inputs = run_own_files(*run_dir);
+            if (trained.task.kind == task_kind::text) inputs.push_back(trained.task.path);
+            // Checked before anything is computed, and again when written.
+            if (!out->empty()) check_output_file(*out, "--out", inputs);
+            if (!per_position->empty()) check_output_file(*per_position, "--per-position", inputs);
             const run_config test = evaluated_config(trained, *overrides, *run_dir + "/config.yaml");
             const bool changed = variant_label(test.attention) != variant_label(trained.attention);
             std::vector<int> orders;
@@ -150,7 +160,7 @@ void add_eval(CLI::App& app, action& chosen) {
                 const numerator_kind with = sized.attention.numerator;
                 const auto rows = wide ? truncation_sweep<double>(*run_dir, trained, test, with, orders, progress)
                                        : truncation_sweep<float>(*run_dir, trained, test, with, orders, progress);
-                write_file_atomic(*out, truncation_csv(trained, rows));
+                write_output_file(*out, truncation_csv(trained, rows), "--out", inputs);
                 std::cout << "wrote " << *out << "\n";
                 return exit_ok;
             }
@@ -166,7 +176,8 @@ void add_eval(CLI::App& app, action& chosen) {
             if (!per_position->empty()) {
                 const auto rows = wide ? per_position_run_dir<double>(*run_dir, trained, test, f, l)
                                        : per_position_run_dir<float>(*run_dir, trained, test, f, l);
-                write_file_atomic(*per_position, per_position_csv(trained, test, rows, scalar));
+                write_output_file(*per_position, per_position_csv(trained, test, rows, scalar), "--per-position",
+                                  inputs);
                 std::cout << "wrote " << *per_position << "\n";
             }
             return exit_ok;

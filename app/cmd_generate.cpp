@@ -5,8 +5,10 @@
 // position; the parallel form runs the whole sequence for every token.
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <sstream>
@@ -73,7 +75,10 @@ void add_generate(CLI::App& app, action& chosen) {
     cmd->add_option("RUN_DIR", o->run_dir, "A run directory, results/<name>/runs/<run_id>")->required();
     auto* prompt = cmd->add_option("--prompt", o->prompt,
                                    "The prompt: text for a text run, token ids (\"3 17 5\") for the other tasks");
-    cmd->add_option("--prompt-file", o->prompt_file, "Read the prompt from this file")->excludes(prompt);
+    cmd->add_option("--prompt-file", o->prompt_file,
+                    "Read the prompt from this file (a regular file of at most 16 MiB)")
+        ->check(not_empty("a file name"))
+        ->excludes(prompt);
     cmd->add_option("--tokens", o->tokens, "Tokens to generate")->capture_default_str()->check(integer_in(0, 1 << 24));
     cmd->add_option("--temperature", o->temperature, "Softmax temperature of the draws; 0: greedy (argmax)")
         ->capture_default_str()
@@ -81,7 +86,9 @@ void add_generate(CLI::App& app, action& chosen) {
     cmd->add_option("--top-k", o->top_k, "Draw among the K likeliest tokens only (0: all)")
         ->capture_default_str()
         ->check(integer_in(0, 1 << 24));
-    cmd->add_option("--seed", o->seed, "Seed of the draws: the same seed gives the same sample")->capture_default_str();
+    cmd->add_option("--seed", o->seed, "Seed of the draws (0 to 2^64 - 1): the same seed gives the same sample")
+        ->capture_default_str()
+        ->check(unsigned_64());
     cmd->add_option("--form", o->form,
                     "parallel (the whole sequence per token) or recurrent (a state per layer); default: recurrent "
                     "for variants with a finite state, else parallel")
@@ -95,6 +102,7 @@ void add_generate(CLI::App& app, action& chosen) {
         ->check(integer_in(0, 1024));
     cmd->add_option("--max-memory", o->max_memory,
                     "Memory generation may take (e.g. 4G, 512M); default: what the machine has available")
+        ->check(not_empty("a size such as 4G"))
         ->type_name("SIZE");
     cmd->callback([o, &chosen] {
         chosen = [o] {
@@ -102,7 +110,8 @@ void add_generate(CLI::App& app, action& chosen) {
             const bool text = cfg.task.kind == task_kind::text;
             const int V = model_vocab_size(cfg.task), trained_T = max_seq_len(cfg.task);
             const std::string label = o->prompt_file.empty() ? "--prompt" : o->prompt_file;
-            const std::string raw = o->prompt_file.empty() ? o->prompt : read_file(o->prompt_file);
+            // A regular file of at most 16 MiB (a device such as /dev/zero, a FIFO or a larger file is refused).
+            const std::string raw = o->prompt_file.empty() ? o->prompt : read_input(o->prompt_file, inputs::prompt);
             std::vector<std::int32_t> prompt;
             if (text)  // bytes are the tokens (char may be signed)
                 for (const char c : raw) prompt.push_back(static_cast<unsigned char>(c));
@@ -143,7 +152,8 @@ void add_generate(CLI::App& app, action& chosen) {
 
             transformer<float> model(cfg.model, cfg.attention, V, max_T);
             const std::string ckpt = o->run_dir + "/" + checkpoint_filename;
-            if (!std::filesystem::is_regular_file(ckpt))
+            std::error_code ec;  // only a missing file is "no such checkpoint"; the reader names anything else
+            if (!std::filesystem::exists(std::filesystem::symlink_status(ckpt, ec)))
                 throw io_error(ckpt + ": no such checkpoint file (the run has not finished, or diverged)");
             checkpoint_load(ckpt, model);
             if (!std::all_of(model.params.begin(), model.params.end(), [](float x) { return std::isfinite(x); }))
@@ -160,13 +170,16 @@ void add_generate(CLI::App& app, action& chosen) {
                         std::fputc(token, stdout);
                     else
                         std::fprintf(stdout, times.empty() ? "%d" : " %d", token);
-                    std::fflush(stdout);
+                    // A sample nobody receives (a full disk) stops at once.
+                    if (std::fflush(stdout) != 0 || std::ferror(stdout))
+                        throw io_error(std::string("writing standard output: ") + std::strerror(errno));
                     times.push_back(s);
                 },
                 &prompt_s);
             const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             std::fputc('\n', stdout);
-            std::fflush(stdout);
+            if (std::fflush(stdout) != 0)
+                throw io_error(std::string("writing standard output: ") + std::strerror(errno));
             // The first token's logits come with the prompt: its time is the draw alone.
             std::vector<double> steps(times.begin() + std::min<std::size_t>(1, times.size()), times.end());
             std::fprintf(stderr,

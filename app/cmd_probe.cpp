@@ -108,12 +108,14 @@ void add_probe(CLI::App& app, action& chosen) {
         ->capture_default_str()
         ->check(integer_in(0, 1L << 30));
     cmd->add_option("--out", *out, "Folder for probe.csv, probe_heads.csv and the figure (default: RUN_DIR)")
+        ->check(not_empty("a directory"))
         ->type_name("DIR");
     cmd->add_option("--threads", *threads, "Threads for OpenMP and Eigen (0: all cores)")
         ->capture_default_str()
         ->check(integer_in(0, 1024));
     cmd->add_option("--max-memory", *max_memory,
                     "Memory the probe may take (e.g. 4G, 512M); default: what the machine has available")
+        ->check(not_empty("a size such as 4G"))
         ->type_name("SIZE");
     cmd->add_flag("--no-plot", *no_plot, "Write the CSV files only, without the figure");
     cmd->callback([=, &chosen] {

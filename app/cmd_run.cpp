@@ -60,7 +60,10 @@ void add_run(CLI::App& app, action& chosen) {
     auto overwrite = std::make_shared<bool>(false);
     auto rerun_other_builds = std::make_shared<bool>(false);
     opts->add_to(*cmd);
-    cmd->add_option("--out", *out, "Directory that receives <name>/")->capture_default_str()->type_name("DIR");
+    cmd->add_option("--out", *out, "Directory that receives <name>/")
+        ->capture_default_str()
+        ->check(not_empty("a directory"))
+        ->type_name("DIR");
     cmd->add_option("--threads", *threads, "Threads for OpenMP and Eigen, shared by the jobs (0: all cores)")
         ->capture_default_str()
         ->check(integer_in(0, 1024));
@@ -70,10 +73,12 @@ void add_run(CLI::App& app, action& chosen) {
     cmd->add_option("--shard", *shard,
                     "Train only runs i with i mod N == I (0-based I/N, e.g. 0/3; run `attnlab summarize` after "
                     "every shard)")
+        ->check(not_empty("I/N"))
         ->type_name("I/N");
     cmd->add_option("--max-memory", *max_memory,
                     "Memory the runs trained at once may take (e.g. 4G, 512M); default: what the machine has "
                     "available (MemAvailable, cgroup limit)")
+        ->check(not_empty("a size such as 4G"))
         ->type_name("SIZE");
     cmd->add_option("--save-every", *save_every,
                     "Seconds between saves of a run's resume state (0: only when stopped by SIGINT or SIGTERM)")

@@ -10,6 +10,7 @@
 
 #include "attnlab/run/sweep_dir.hpp"
 #include "attnlab/util/error.hpp"
+#include "cli_values.hpp"
 #include "commands.hpp"
 
 namespace attnlab::cli {
@@ -35,6 +36,7 @@ void add_summarize(CLI::App& app, action& chosen) {
         ->type_name("holm|none");
     cmd->add_option("--select-on", flags->select_on,
                     "Seeds that only choose learning rates and are left out of every comparison (repeat)")
+        ->check(integer_in(0, 2147483647))
         ->type_name("SEED");
     cmd->callback([dir, flags, &chosen] {
         chosen = [dir, flags] {

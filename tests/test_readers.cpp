@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "attnlab/io/csv.hpp"
 #include "attnlab/io/safetensors.hpp"
 #include "attnlab/results/result_file.hpp"
 #include "attnlab/train/resume_state.hpp"
@@ -142,8 +143,9 @@ TEST_CASE("result.yaml: a reason with quotes, backslashes and control characters
     CHECK(written_and_read(r).reason == r.reason);
 }
 
-TEST_CASE("result.yaml: non-finite test metrics read back", "[readers]") {
+TEST_CASE("result.yaml: non-finite test metrics of a diverged run read back", "[readers]") {
     run_result r = ok_result();
+    r.status = run_status::diverged;
     r.final_test = {std::numeric_limits<double>::infinity(), 0.0, 0.0};
     r.best_test = {std::numeric_limits<double>::quiet_NaN(), 0.0, 0.0};
     r.wall_s = -std::numeric_limits<double>::infinity();
@@ -151,6 +153,35 @@ TEST_CASE("result.yaml: non-finite test metrics read back", "[readers]") {
     CHECK(back.final_test.loss == std::numeric_limits<double>::infinity());
     CHECK(std::isnan(back.best_test.loss));
     CHECK(back.wall_s == -std::numeric_limits<double>::infinity());
+}
+
+TEST_CASE("result.yaml: what attnlab never writes is refused, naming the file and the key", "[readers]") {
+    temp_dir dir;
+    const std::string path = (dir / "result.yaml").string();
+    const auto refused = [&](const run_result& r, const std::string& why) {
+        write_text(dir / "result.yaml", run_result_to_yaml(r));
+        CHECK_THROWS_WITH(read_run_result(path), Catch::Matchers::StartsWith(path + ": " + why));
+    };
+    for (const double bad : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+        run_result r = ok_result();  // status ok: a finished run's losses are numbers
+        r.best_test.loss = bad;
+        refused(r, "best_test.loss " + format_number(bad) + " is not a finite number, in a run of status ok");
+        r = ok_result();
+        r.final_val.loss = bad;
+        refused(r, "final_val.loss");
+    }
+    run_result r = ok_result();
+    r.best_step = 999;
+    refused(r, "best_step 999 is outside 0..20 (steps)");
+    r.best_step = -1;
+    refused(r, "best_step -1 is outside 0..20");
+    r = ok_result();
+    r.status = run_status::diverged;
+    r.best_step = 21;
+    refused(r, "best_step 21 is outside 0..20");
+    r.best_step = 20;  // the last step is a step
+    write_text(dir / "result.yaml", run_result_to_yaml(r));
+    CHECK(read_run_result(path)->best_step == 20);
 }
 
 TEST_CASE("result.yaml: nan and inf as earlier versions wrote them read", "[readers]") {

@@ -137,7 +137,7 @@ TEST_CASE("a result.yaml that is a directory is named by run and summarize", "[r
 
     const auto s = run_cli({"summarize", res.string()});
     CHECK(s.code == 1);
-    CHECK_THAT(s.err, Contains(result.string() + ": it is a directory, not a file"));
+    CHECK_THAT(s.err, Contains(result.string() + ": is a directory, expected a regular file"));
     CHECK_THAT(s.err, !Contains("basic_filebuf"));
 
     const auto r = run_cli({"run", spec.string(), "--out", (tmp / "out").string()});

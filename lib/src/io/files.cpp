@@ -9,8 +9,6 @@
 #include <sys/stat.h>
 #include <filesystem>
 #include <functional>
-#include <fstream>
-#include <sstream>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -69,6 +67,59 @@ std::string why_no_directory(const std::string& path, const std::error_code& ec)
 
 bool process_alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
 
+// What a non-regular file is, for the error.
+std::string file_kind(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISLNK(mode)) return "a symbolic link";
+    return "not a regular file";
+}
+
+// "<path>", or "<path> (a symbolic link to <target>)" when it is one: an
+// error about what the link leads to names both.
+std::string named_with_link(const std::string& path) {
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(path, ec))) return path;
+    const fs::path target = fs::read_symlink(path, ec);
+    return ec ? path : path + " (a symbolic link to " + target.string() + ")";
+}
+
+// The file opened for reading, checked to be regular on the descriptor
+// itself (O_NONBLOCK: opening a FIFO does not wait for a writer).
+int open_regular(const std::string& path, std::uint64_t& size) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) throw input_error(named_with_link(path), std::string("cannot read: ") + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        const int err = errno;
+        ::close(fd);
+        throw input_error(path, std::string("cannot read: ") + std::strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        ::close(fd);
+        throw input_error(named_with_link(path), "is " + file_kind(st.st_mode) + ", expected a regular file");
+    }
+    size = static_cast<std::uint64_t>(st.st_size);
+    return fd;
+}
+
+// 4194304 as "4 MiB", other sizes in bytes.
+std::string size_text(std::uint64_t n) {
+    for (const auto& [shift, unit] : {std::pair{30, "GiB"}, {20, "MiB"}, {10, "KiB"}})
+        if (n >= (std::uint64_t{1} << shift) && n % (std::uint64_t{1} << shift) == 0)
+            return std::to_string(n >> shift) + " " + unit;
+    return std::to_string(n) + " bytes";
+}
+
+// Closes a descriptor however the scope ends.
+struct fd_closer {
+    int fd;
+    ~fd_closer() { ::close(fd); }
+};
+
 }  // namespace
 
 void sync_directory(const std::string& dir) {
@@ -82,6 +133,12 @@ void sync_directory(const std::string& dir) {
 }
 
 void write_file_atomic(const std::string& path, const std::string& text) {
+    // The rename replaces whatever node has the name: only a regular file may
+    // be replaced (a device, a FIFO or a directory is not an output, and a
+    // symbolic link would be replaced, not written through).
+    if (struct stat st{}; ::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+        throw io_error("cannot write " + path + ": it is " + file_kind(st.st_mode) +
+                       ", and attnlab replaces only regular files");
     const std::size_t tid = std::hash<std::thread::id>{}(std::this_thread::get_id());
     const std::string tmp =
         path + ".tmp." + this_host() + "." + std::to_string(::getpid()) + "." + std::to_string(tid % 1000000007);
@@ -90,7 +147,10 @@ void write_file_atomic(const std::string& path, const std::string& text) {
         std::remove(tmp.c_str());
         throw io_error(what + ": " + why);
     };
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // A leftover of a killed process with this pid goes first; the new one is
+    // created, never opened through a link planted under its name.
+    ::unlink(tmp.c_str());
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) throw io_error("cannot write " + tmp + ": " + std::strerror(errno));
     std::size_t done = 0;
     while (done < text.size()) {
@@ -109,45 +169,6 @@ void write_file_atomic(const std::string& path, const std::string& text) {
     const std::string parent = fs::path(path).parent_path().string();
     sync_directory(parent.empty() ? "." : parent);
 }
-
-std::string read_text_file(const std::string& path) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) throw io_error(path + ": is a directory, expected a file");
-    return read_file(path);
-}
-
-namespace {
-
-// What a non-regular file is, for the error.
-std::string file_kind(mode_t mode) {
-    if (S_ISDIR(mode)) return "a directory";
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-    if (S_ISSOCK(mode)) return "a socket";
-    return "not a regular file";
-}
-
-// The file opened for reading, checked to be regular on the descriptor
-// itself (O_NONBLOCK: opening a FIFO does not wait for a writer).
-int open_regular(const std::string& path, std::uint64_t& size) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) throw io_error("cannot read " + path + ": " + std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-        const int err = errno;
-        ::close(fd);
-        throw io_error("cannot read " + path + ": " + std::strerror(err));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        ::close(fd);
-        throw io_error(path + ": is " + file_kind(st.st_mode) + ", expected a regular file");
-    }
-    size = static_cast<std::uint64_t>(st.st_size);
-    return fd;
-}
-
-}  // namespace
 
 std::uint64_t regular_file_size(const std::string& path) {
     std::uint64_t size = 0;
@@ -188,15 +209,71 @@ void regular_file_reader::read_at(std::uint64_t offset, char* out, std::size_t n
     }
 }
 
-std::string read_file(const std::string& path) {
+std::string read_input(const std::string& path, const input_kind& kind) {
+    std::uint64_t size = 0;
+    const fd_closer file{open_regular(path, size)};
+    const auto too_large = [&](const std::string& how) {
+        return input_error(path, how + ", more than the " + size_text(kind.max_bytes) + " " + kind.what + " may have");
+    };
+    if (size > kind.max_bytes) throw too_large("has " + std::to_string(size) + " bytes");
+    std::string text;
+    text.reserve(static_cast<std::size_t>(size));
+    // To the end of the file, not to its measured size (a metrics.csv being
+    // written grows), but never past the limit: one byte more is refused.
+    std::vector<char> buf(std::size_t{1} << 20);
+    for (;;) {
+        const std::uint64_t room = kind.max_bytes + 1 - text.size();
+        const ssize_t got =
+            ::read(file.fd, buf.data(), static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), room)));
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) throw input_error(path, std::string("cannot read: ") + std::strerror(errno));
+        if (got == 0) break;
+        text.append(buf.data(), static_cast<std::size_t>(got));
+        if (text.size() > kind.max_bytes) throw too_large("grew while it was read");
+    }
+    return text;
+}
+
+std::string read_file(const std::string& path) { return read_input(path, inputs::table); }
+
+namespace {
+
+// The folder and name of a path, with the folder's links resolved: two
+// spellings of one destination compare equal ("" when the folder is missing).
+std::string resolved_name(const std::string& path) {
     std::error_code ec;
-    if (fs::is_directory(path, ec)) throw io_error("cannot read " + path + ": it is a directory, not a file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw io_error("cannot read " + path + ": " + std::strerror(errno));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) throw io_error("cannot read " + path + ": " + std::strerror(errno));
-    return ss.str();
+    const fs::path p = fs::absolute(path, ec);
+    if (ec) return "";
+    const fs::path folder = fs::canonical(p.parent_path(), ec);
+    return ec ? "" : (folder / p.filename()).string();
+}
+
+}  // namespace
+
+void check_output_file(const std::string& path, const std::string& option, const std::vector<std::string>& inputs) {
+    const std::string named = option + ": " + path;
+    if (path.empty()) throw config_error(option + ": expected a file name, got ''");
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+        throw config_error(named + " is " + file_kind(st.st_mode) +
+                           "; attnlab writes an output only as a regular file (a new one, or one it replaces whole), "
+                           "so name a file" +
+                           (S_ISLNK(st.st_mode) ? " itself, not a link to one" : ""));
+    const std::string here = resolved_name(path);
+    for (const std::string& input : inputs) {
+        struct stat in {};
+        const bool same_node = ::lstat(path.c_str(), &st) == 0 && ::stat(input.c_str(), &in) == 0 &&
+                               st.st_dev == in.st_dev && st.st_ino == in.st_ino;
+        if (same_node || (!here.empty() && here == resolved_name(input)))
+            throw config_error(named + " is " + (input == path ? "" : input + ", ") +
+                               "a file this command reads: writing it would replace it; name another file");
+    }
+}
+
+void write_output_file(const std::string& path, const std::string& text, const std::string& option,
+                       const std::vector<std::string>& inputs) {
+    check_output_file(path, option, inputs);
+    write_file_atomic(path, text);
 }
 
 void make_dirs(const std::string& path) {

@@ -94,10 +94,36 @@ eval_metrics parse_val_metrics(const YAML::Node& n) {
 }
 }  // namespace
 
+namespace {
+
+// What attnlab never writes in a result.yaml (a hand edit, a damaged file):
+// steps below 0, a best step outside 0..steps, and for a run that finished
+// (status ok) a loss that is not a finite number (validation losses when
+// recorded: files written before runs had a validation set have none).
+// io_error naming the file and the key.
+void check_result_values(const run_result& r, bool has_val, const std::string& path) {
+    auto bad = [&](const std::string& key, const std::string& why) {
+        throw io_error(path + ": " + key + " " + why + " (attnlab never writes it: a damaged or hand-edited file)");
+    };
+    if (r.steps < 0) bad("steps", std::to_string(r.steps) + " is negative");
+    if (r.best_step < 0 || r.best_step > r.steps)
+        bad("best_step", std::to_string(r.best_step) + " is outside 0.." + std::to_string(r.steps) + " (steps)");
+    if (r.status != run_status::ok) return;  // a diverged run's losses are NaN or infinite
+    for (const auto& [key, m, recorded] : {std::tuple{"final_val.loss", r.final_val, has_val},
+                                           {"final_test.loss", r.final_test, true},
+                                           {"best_val.loss", r.best_val, has_val},
+                                           {"best_test.loss", r.best_test, true}})
+        if (recorded && !std::isfinite(m.loss))
+            bad(key, format_number(m.loss) + " is not a finite number, in a run of status ok");
+}
+
+}  // namespace
+
 std::optional<run_result> read_run_result(const std::string& path) {
     std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) return std::nullopt;
-    const std::string text = read_file(path);  // io_error naming it (a directory included)
+    if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return std::nullopt;
+    // io_error naming it: a directory, a device, a FIFO or a file over 1 MiB is never read.
+    const std::string text = read_input(path, inputs::run_result);
     try {
         const YAML::Node n = YAML::Load(text);
         run_result r;
@@ -119,6 +145,7 @@ std::optional<run_result> read_run_result(const std::string& path) {
         if (const YAML::Node b = n["build"])  // absent before provenance was recorded
             r.build = build_info{b["commit"].as<std::string>(), b["build_type"].as<std::string>(),
                                  b["isa"].as<std::string>(), b["threads"].as<int>()};
+        check_result_values(r, n["final_val"] && n["best_val"], path);
         return r;
     } catch (const YAML::Exception& e) {
         throw io_error(path + ": malformed run result (" + e.what() + ")");

@@ -24,13 +24,13 @@ namespace {
 // file is missing, has no rows, or a row is damaged (metrics_problem).
 std::optional<int> last_metrics_step(const std::string& path, std::string& why) {
     std::error_code ec;
-    if (!fs::is_regular_file(path, ec)) {
+    if (!fs::exists(fs::symlink_status(path, ec))) {
         why = path + ": missing";
         return std::nullopt;
     }
     std::string text;
     try {
-        text = read_file(path);
+        text = read_input(path, inputs::table);  // a FIFO, a device or a huge file is named, never read
     } catch (const io_error& e) {
         why = e.what();
         return std::nullopt;
@@ -110,7 +110,7 @@ run_dir_check check_run_dir(const std::string& run_dir) {
     std::error_code ec;
     if (!fs::exists(cfg_path, ec)) return c;
     try {
-        c.config_yaml = read_file(cfg_path);
+        c.config_yaml = read_input(cfg_path, inputs::run_config);
     } catch (const io_error& e) {
         c.state = run_dir_state::damaged;
         c.problem = e.what();

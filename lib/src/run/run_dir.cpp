@@ -141,12 +141,38 @@ void remove_run_temporaries(const std::string& run_dir) {
     for (const auto& p : stale) fs::remove(p, ec);
 }
 
+std::vector<std::string> run_own_files(const std::string& run_dir) {
+    std::vector<std::string> out;
+    for (const char* name :
+         {"config.yaml", "metrics.csv", result_filename, checkpoint_filename, resume_filename, ".lock"})
+        out.push_back(run_dir + "/" + name);
+    return out;
+}
+
 std::string replacement_dir(const std::string& run_dir) {
     const fs::path run(run_dir);
     return (run.parent_path().parent_path() / "replacing" / run.filename()).string();
 }
 
+void check_replacement_dir(const std::string& replacement) {
+    const fs::path r(replacement);
+    for (const fs::path& p : {r.parent_path(), r}) {
+        std::error_code ec;
+        const fs::file_status st = fs::symlink_status(p, ec);
+        if (!fs::exists(st) || fs::is_directory(st)) continue;
+        std::string what = "not a directory";
+        if (fs::is_symlink(st)) {
+            const fs::path target = fs::read_symlink(p, ec);
+            what = "a symbolic link" + (ec ? std::string() : " to " + target.string());
+        }
+        throw io_error("cannot train a replacement run in " + replacement + ": " + p.string() + " is " + what +
+                       ", and attnlab trains a replacement only in a folder of the results folder itself, never "
+                       "through a link to elsewhere; remove it (nothing of the run is there)");
+    }
+}
+
 void replace_run_dir(const std::string& run_dir, const std::string& replacement) {
+    check_replacement_dir(replacement);
     std::error_code ec;
     for (fs::directory_iterator it(run_dir, ec), end; !ec && it != end; it.increment(ec)) {
         const std::string name = it->path().filename().string();
@@ -181,7 +207,9 @@ run_config read_run_dir_config(const std::string& run_dir) {
             run_dir + ": " +
             (ec && ec != std::errc::no_such_file_or_directory ? ec.message() : std::string("no such run directory")));
     const std::string config_path = run_dir + "/config.yaml";
-    if (!fs::is_regular_file(config_path, ec))
+    // Missing: no run here. Anything else (a FIFO, a device, a huge file) is
+    // named by the reader for what it is.
+    if (!fs::exists(fs::symlink_status(config_path, ec)))
         throw config_error(config_path + ": no such file (not a run directory of `attnlab run`?)");
     return run_config_from_yaml_file(config_path);
 }
@@ -195,7 +223,9 @@ template <class T>
 transformer<T> load_run_model(const std::string& run_dir, const run_config& trained, const run_config& test) {
     const std::string ckpt = run_dir + "/" + checkpoint_filename;
     std::error_code ec;
-    if (!fs::is_regular_file(ckpt, ec)) {
+    // Only a missing file is "no such checkpoint"; the reader names anything
+    // else (a device, a FIFO, a directory) for what it is.
+    if (!fs::exists(fs::symlink_status(ckpt, ec))) {
         // Say why when result.yaml knows: diverged runs have no checkpoint.
         std::string why = "the run has not finished";
         try {

@@ -215,17 +215,18 @@ std::optional<train_state> resumable_state(const std::string& dir, const std::st
         spdlog::warn("{} cannot be resumed ({}); it is redone from step 0", tg, why);
         return std::nullopt;
     };
+    model_offsets off;
+    const std::size_t n =
+        build_param_layout(cfg.model, cfg.attention, model_vocab_size(cfg.task), max_seq_len(cfg.task), off).total();
     std::optional<train_state> st;
     try {
-        if (read_file(dir + "/config.yaml") != config_yaml) return drop("config.yaml differs from the spec's");
-        st = train_state_load(path, config_yaml);
+        if (read_input(dir + "/config.yaml", inputs::run_config) != config_yaml)
+            return drop("config.yaml differs from the spec's");
+        st = train_state_load(path, config_yaml, resume_state_max_bytes(n, config_yaml.size()));
     } catch (const io_error& e) {
         return drop(e.what());
     }
     if (!st) return std::nullopt;
-    model_offsets off;
-    const std::size_t n =
-        build_param_layout(cfg.model, cfg.attention, model_vocab_size(cfg.task), max_seq_len(cfg.task), off).total();
     if (st->params.size() != n)
         return drop(path + " holds " + std::to_string(st->params.size()) + " parameters, the model " +
                     std::to_string(n));
@@ -274,6 +275,7 @@ attempt sweep_runner::train_one(std::size_t i, bool wait) {
             "(--rerun-other-builds)",
             tg, now.result->build ? describe(*now.result->build) : "a build that left no stamp", describe(build_now),
             work);
+        check_replacement_dir(work);
         make_dirs(work);
     } else if (replacing) {
         const std::string diffs = differences_text(config_differences(now.config_yaml, config_yaml));
@@ -286,6 +288,7 @@ attempt sweep_runner::train_one(std::size_t i, bool wait) {
             "{} finished with another configuration ({}); retrained in {}, which replaces it when done "
             "(--overwrite)",
             tg, diffs, work);
+        check_replacement_dir(work);
         make_dirs(work);
     }  // a damaged run with this config was named by the scan: it is trained again
     const int steps = point.config.train.steps;

@@ -103,7 +103,7 @@ std::vector<std::string> overrides_from_header(const std::string& spec_text) {
 
 std::vector<std::string> read_overrides(const std::string& path) {
     try {
-        const YAML::Node n = YAML::LoadFile(path);
+        const YAML::Node n = YAML::Load(read_input(path, inputs::spec));
         std::vector<std::string> out;
         if (!n.IsSequence()) throw io_error(path + ": expected a list of KEY=VALUE strings");
         for (const auto& item : n) {
@@ -125,15 +125,18 @@ experiment_spec load_spec_as_run(const std::string& dir, task_files files) {
         throw config_error(
             dir + ": " +
             (ec && ec != std::errc::no_such_file_or_directory ? ec.message() : std::string("no such directory")));
-    if (!fs::is_regular_file(spec_path, ec))
+    // Missing: no results folder here. Anything else (a FIFO, a device, a
+    // huge file) is named by read_input for what it is, and never read whole.
+    if (!fs::exists(fs::symlink_status(spec_path, ec)))
         throw config_error(dir + ": no spec.yaml (not a results directory written by attnlab run)");
-    const std::string text = read_file(spec_path);
+    const std::string text = read_input(spec_path, inputs::spec);
     const std::string overrides_path = dir + "/overrides.yaml";
-    const std::vector<std::string> overrides =
-        fs::exists(overrides_path, ec) ? read_overrides(overrides_path) : overrides_from_header(text);
+    const std::vector<std::string> overrides = fs::exists(fs::symlink_status(overrides_path, ec))
+                                                   ? read_overrides(overrides_path)
+                                                   : overrides_from_header(text);
     std::string folder;  // none (directories written before it was): the directory itself
-    if (const std::string path = dir + "/" + spec_folder_file; fs::exists(path, ec)) {
-        folder = read_file(path);
+    if (const std::string path = dir + "/" + spec_folder_file; fs::exists(fs::symlink_status(path, ec))) {
+        folder = read_input(path, inputs::folder_note);
         while (!folder.empty() && (folder.back() == '\n' || folder.back() == '\r')) folder.pop_back();
         if (fs::path(folder).is_relative()) folder = (fs::path(dir) / folder).string();
     }
@@ -178,13 +181,14 @@ sweep_membership::~sweep_membership() {
 std::string spec_as_run_difference(const std::string& dir, const experiment_spec& spec) {
     const std::string spec_path = dir + "/spec.yaml";
     std::error_code ec;
-    if (!fs::exists(spec_path, ec)) return "";
-    std::string text = read_file(spec_path);
+    if (!fs::exists(fs::symlink_status(spec_path, ec))) return "";
+    std::string text = read_input(spec_path, inputs::spec);
     const std::string source = text.substr(std::min(text.size(), text.find('\n') + 1));
     const std::string overrides_path = dir + "/overrides.yaml";
     std::vector<std::string> overrides;
     try {
-        overrides = fs::exists(overrides_path, ec) ? read_overrides(overrides_path) : overrides_from_header(text);
+        overrides = fs::exists(fs::symlink_status(overrides_path, ec)) ? read_overrides(overrides_path)
+                                                                       : overrides_from_header(text);
     } catch (const io_error& e) {
         return e.what();
     }
@@ -253,9 +257,15 @@ summarize_outcome summarize_sweep_dir(const std::string& dir, const report_flags
         }
     }
     std::error_code ec;
-    for (fs::directory_iterator it(dir + "/runs", ec), end; !ec && it != end; it.increment(ec))
-        if (it->is_directory() && !ids.count(it->path().filename().string()))
-            out.strays.push_back(it->path().filename().string());
+    for (fs::directory_iterator it(dir + "/runs", ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        std::error_code entry_ec;  // a symbolic link that loops or dangles is named, not thrown
+        const bool folder = it->is_directory(entry_ec);
+        if (entry_ec && !ids.count(name))
+            spdlog::warn("{}: {}; not a run, left out", it->path().string(), entry_ec.message());
+        else if (folder && !ids.count(name))
+            out.strays.push_back(name);
+    }
     std::sort(out.strays.begin(), out.strays.end());
     for (const std::string& f : files_from_runs)
         spdlog::info("{} is not on this machine: its size and sha256 are taken from the runs' config.yaml", f);

@@ -5,6 +5,7 @@
 
 #include "attnlab/io/files.hpp"
 #include "attnlab/run/run_check.hpp"
+#include "attnlab/run/run_dir.hpp"
 #include "attnlab/util/error.hpp"
 
 namespace attnlab {
@@ -45,8 +46,10 @@ sweep_scan scan_sweep_runs(const experiment_spec& spec, const std::string& dir, 
         else if (c.state == run_dir_state::damaged && same)
             scan.notes.push_back(
                 fmt::format("{} {}; it is not counted as finished and is trained again", tag(i), c.problem));
-        else if (!same)
+        else if (!same) {
             changed.push_back(fmt::format("{}: {}", run_dir, diffs));
+            if (overwrite) check_replacement_dir(replacement_dir(run_dir));  // before anything is trained
+        }
     }
     const bool one = changed.size() == 1;
     if (!changed.empty() && !overwrite) {

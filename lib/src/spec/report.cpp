@@ -205,7 +205,7 @@ void add_report_options(experiment_spec& spec, const report_flags& flags) {
             std::size_t start = 0;
             while (start <= text.size()) {
                 const std::size_t comma = std::min(text.find(',', start), text.size());
-                const entry e = parse_set(text.substr(start, comma - start));  // the value checked against the key
+                const entry e = parse_set(text.substr(start, comma - start), "--baseline");  // value checked
                 check_comparable(e.at.path, spec.swept_keys, {"--baseline", 0, e.at.path});
                 for (const auto& [bk, bv] : b)
                     if (bk == e.at.path)
@@ -232,7 +232,7 @@ void add_report_options(experiment_spec& spec, const report_flags& flags) {
             std::size_t start = eq + 1;
             while (start <= text.size()) {
                 const std::size_t comma = std::min(text.find(',', start), text.size());
-                const entry e = parse_set(key + "=" + text.substr(start, comma - start));
+                const entry e = parse_set(key + "=" + text.substr(start, comma - start), "--among");
                 values.push_back(e.v.text());
                 start = comma + 1;
             }

@@ -193,6 +193,8 @@ run_config run_config_from_yaml(const std::string& yaml_text, const std::string&
     }
 }
 
-run_config run_config_from_yaml_file(const std::string& path) { return run_config_from_yaml(read_text(path), path); }
+run_config run_config_from_yaml_file(const std::string& path) {
+    return run_config_from_yaml(read_text(path, inputs::run_config), path);
+}
 
 }  // namespace attnlab

@@ -57,13 +57,13 @@ grid parse_grid(const YAML::Node& m, const std::string& file, const std::string&
 
 }  // namespace
 
-entry parse_set(const std::string& s) {
+entry parse_set(const std::string& s, const std::string& option) {
     auto eq = s.find('=');
     const std::string key = trim(s.substr(0, eq));
     if (eq == std::string::npos || key.empty())
-        fail({"--set", 0, ""}, "expected dotted.key=value (e.g. attention.order=4), got '" + s + "'");
+        fail({option, 0, ""}, "expected dotted.key=value (e.g. attention.order=4), got '" + s + "'");
     const std::string text = trim(s.substr(eq + 1));
-    where at{"--set", 0, key};
+    where at{option, 0, key};
     const key_def* d = find_key(key);
     if (!d) fail(at, "unknown key" + did_you_mean(key, dotted_candidates()) + " (" + dotted_key_hint(key) + ")");
     YAML::Node n;

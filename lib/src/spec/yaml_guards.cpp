@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <utility>
@@ -246,22 +245,15 @@ YAML::Node load_yaml(const std::string& text, const std::string& file) {
     }
 }
 
-std::string read_text(const std::string& path) {
-    auto cannot = [&](const std::string& why) { throw config_error(printable(path + ": cannot read: " + why)); };
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) cannot("is a directory");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) cannot(std::strerror(errno));
-    // Bounded, so that a device (/dev/zero) or a huge file is refused rather than read into memory.
-    std::string text;
-    char buf[1 << 16];
-    while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-        text.append(buf, static_cast<std::size_t>(in.gcount()));
-        if (text.size() > max_spec_bytes)
-            cannot("more than " + std::to_string(max_spec_bytes >> 20) + " MiB, too large for a spec");
+std::string read_text(const std::string& path, const input_kind& kind) {
+    try {
+        return read_input(path, kind);
+    } catch (const input_error& e) {
+        // "<path>: cannot read: <why>", one form for every reason.
+        const std::string prefix = "cannot read: ";
+        const std::string why = e.reason.rfind(prefix, 0) == 0 ? e.reason.substr(prefix.size()) : e.reason;
+        throw config_error(printable(e.path + ": cannot read: " + why));
     }
-    if (in.bad()) cannot("read error");
-    return text;
 }
 
 }  // namespace attnlab::spec_internal

@@ -26,7 +26,11 @@ void checkpoint_save(const std::string& path, const transformer<float>& model, c
 
 template <class T>
 void checkpoint_load(const std::string& path, transformer<T>& model) {
-    if (!std::filesystem::is_regular_file(path)) throw io_error(path + ": no such checkpoint file");
+    // Only a missing file is "no such checkpoint file": safetensors_read names
+    // anything else (a device, a FIFO, a directory) for what it is.
+    std::error_code ec;
+    if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec)))
+        throw io_error(path + ": no such checkpoint file");
     std::vector<float> params = safetensors_read(path, model.layout().named_tensors());
     if constexpr (std::is_same_v<T, float>)
         model.params = std::move(params);

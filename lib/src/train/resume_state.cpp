@@ -200,10 +200,15 @@ void train_state_save(const std::string& path, const train_state& st, const std:
     write_file_atomic(path, train_state_encode(st, config_yaml));
 }
 
-std::optional<train_state> train_state_load(const std::string& path, const std::string& config_yaml) {
+std::uint64_t resume_state_max_bytes(std::size_t params, std::size_t config_bytes) {
+    return 3 * (8 + 4 * static_cast<std::uint64_t>(params)) + config_bytes + (std::uint64_t{64} << 10);
+}
+
+std::optional<train_state> train_state_load(const std::string& path, const std::string& config_yaml,
+                                            std::uint64_t max_bytes) {
     std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) return std::nullopt;
-    return train_state_decode(read_file(path), path, config_yaml);
+    if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return std::nullopt;
+    return train_state_decode(read_input(path, {"a resume.state of this run", max_bytes}), path, config_yaml);
 }
 
 }  // namespace attnlab

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "attnlab/attention/recurrent.hpp"
 #include "attnlab/model/transformer.hpp"
@@ -56,10 +57,20 @@ void clear_run_dir(const std::string& run_dir);
 // Temporary files of killed writers in a run directory (*.tmp*).
 void remove_run_temporaries(const std::string& run_dir);
 
+// The files that make up the run in `run_dir` (config.yaml, metrics.csv,
+// result.yaml, model.safetensors, resume.state, .lock): what no output of an
+// analysis of the run (attnlab eval --out, --per-position) may replace.
+std::vector<std::string> run_own_files(const std::string& run_dir);
+
 // Where `attnlab run --overwrite` trains the new run that replaces the
 // finished run <out>/<name>/runs/<run_id>: <out>/<name>/replacing/<run_id>,
 // so that the old run stays whole until the new one is done.
 std::string replacement_dir(const std::string& run_dir);
+// Throws io_error naming it when `replacing/` or `replacing/<run_id>` of
+// `replacement` (replacement_dir) exists as anything but a directory: a
+// symbolic link there would take the new run, and the old one after the
+// exchange, out of the results folder. Absent or real folders pass.
+void check_replacement_dir(const std::string& replacement);
 // Puts the finished run in `replacement` in place of `run_dir` in one
 // rename (renameat2 RENAME_EXCHANGE; two renames where the filesystem lacks
 // it), then removes the old run. Files of the old folder that are not the

@@ -17,7 +17,7 @@
 #include <string>
 
 #include "attnlab/config/run_config.hpp"
-#include "attnlab/io/files.hpp"  // read_text_file
+#include "attnlab/io/files.hpp"  // regular_file_size, read_regular_file
 #include "attnlab/tasks/task.hpp"
 #include "attnlab/tasks/text_split.hpp"
 

@@ -28,7 +28,15 @@ std::uint64_t resume_checksum(const char* p, std::size_t n);
 train_state train_state_decode(const std::string& bytes, const std::string& label, const std::string& config_yaml);
 // train_state_encode written atomically to `path`.
 void train_state_save(const std::string& path, const train_state& st, const std::string& config_yaml);
-// The state in `path`; nullopt when there is no such file. Throws io_error as train_state_decode.
-std::optional<train_state> train_state_load(const std::string& path, const std::string& config_yaml);
+// The most bytes the resume state of a model of `params` parameters and a
+// config.yaml of `config_bytes` may have: its three arrays, the config and
+// 64 KiB for the counters and the reason (read_input's limit for the file).
+std::uint64_t resume_state_max_bytes(std::size_t params, std::size_t config_bytes);
+// The state in `path`; nullopt when there is no such file. The file is read
+// as read_input reads (io/files.hpp): a regular file of at most `max_bytes`
+// (resume_state_max_bytes), else io_error naming it. Throws io_error as
+// train_state_decode.
+std::optional<train_state> train_state_load(const std::string& path, const std::string& config_yaml,
+                                            std::uint64_t max_bytes);
 
 }  // namespace attnlab
