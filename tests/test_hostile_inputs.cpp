@@ -4,7 +4,14 @@
 // is refused before its data is read; two configurations never share a run
 // id, and one file under several spellings is one run; copy's vocabulary
 // cannot overflow; long sweeps validate in near-linear time (measured by hand); long keys and
-// paths are cut in errors.
+// paths are cut in errors. Then issue 51 ("fourth round"), bounded in time
+// and memory (support/hostile_support.hpp): a prompt file, a run's
+// config.yaml, result.yaml and metrics.csv, a results folder's spec.yaml,
+// overrides.yaml and spec_folder.txt are each refused, naming what they are,
+// when they are not a regular file within their size limit; a symbolic link
+// loop under runs/ is named; a result.yaml that attnlab never writes (an ok
+// run's NaN loss, a best step past its steps) marks the run damaged; eval
+// says what a config.yaml or a checkpoint that is a device is.
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
@@ -13,8 +20,10 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "support/hostile_support.hpp"
 #include "support/process_support.hpp"
 #include "support/test_data.hpp"
 #include "support/tiny_spec.hpp"
@@ -181,4 +190,168 @@ TEST_CASE("long keys and paths are cut in errors like long values", "[hostile]")
     err = refused({"validate", (dir / "p.yaml").string()});
     CHECK(err.size() < 1000);
     CHECK_THAT(err, StartsWith("attnlab: error: ") && Contains("base.task.path: cannot read the text file"));
+}
+
+// ------------------------------------------------ issue 51: every file checked before it is read
+
+TEST_CASE("generate refuses a prompt file that is a device, a FIFO or over 16 MiB, before reading it", "[hostile]") {
+    temp_dir dir;
+    const fs::path run = tiny_finished_run(dir.path());
+    REQUIRE(::mkfifo((dir / "fifo").c_str(), 0644) == 0);
+    { std::ofstream touch(dir / "big.txt"); }
+    fs::resize_file(dir / "big.txt", (std::uintmax_t{16} << 20) + 1);  // sparse
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"/dev/zero", "/dev/zero: is a character device, expected a regular file"},
+        {(dir / "fifo").string(), "is a FIFO (named pipe), expected a regular file"},
+        {(dir / "big.txt").string(), "has 16777217 bytes, more than the 16 MiB a prompt file may have"},
+        {(dir / "none.txt").string(), "none.txt: cannot read: No such file or directory"}};
+    for (const auto& [file, why] : cases) {
+        INFO(file);
+        CHECK_THAT(refused({"generate", run.string(), "--prompt-file", file, "--tokens", "1"}, 1, bounded()),
+                   Contains(why));
+    }
+}
+
+TEST_CASE("summarize never reads a run's bookkeeping file that is a FIFO, a device or too large", "[hostile]") {
+    temp_dir dir;
+    const fs::path run = tiny_finished_run(dir.path());
+    const fs::path folder = dir / "out" / "tiny";
+    for (const std::string name : {"config.yaml", "result.yaml", "metrics.csv"}) {
+        for (const std::string kind : {"fifo", "urandom", "large"}) {
+            DYNAMIC_SECTION(name << " as " << kind) {
+                const std::string kept = read_text(run / name);
+                fs::remove(run / name);
+                std::string why;
+                if (kind == "fifo") {
+                    REQUIRE(::mkfifo((run / name).c_str(), 0644) == 0);
+                    why = (run / name).string() + ": is a FIFO (named pipe), expected a regular file";
+                } else if (kind == "urandom") {
+                    fs::create_symlink("/dev/urandom", run / name);
+                    why = (run / name).string() + " (a symbolic link to /dev/urandom): is a character device";
+                } else {
+                    write_text(run / name, kept);
+                    const std::uintmax_t big = name == "metrics.csv" ? (std::uintmax_t{1} << 30) + 1 : (1u << 20) + 1;
+                    fs::resize_file(run / name, big);  // sparse
+                    why = (run / name).string() + ": has " + std::to_string(big) + " bytes, more than the";
+                }
+                const cli_result r = run_cli({"summarize", folder.string()}, bounded());
+                INFO(r.err);
+                CHECK(r.code == 1);  // the run is listed as missing
+                CHECK_THAT(r.err, Contains("missing run seed=0: " + why));
+                CHECK(r.max_rss_kib < hostile_max_rss_kib);
+            }
+        }
+    }
+}
+
+TEST_CASE(
+    "summarize never reads a results folder's spec.yaml, overrides.yaml or spec_folder.txt that is not a "
+    "regular file of its size",
+    "[hostile]") {
+    temp_dir dir;
+    tiny_finished_run(dir.path());
+    const fs::path folder = dir / "out" / "tiny";
+    for (const std::string name : {"spec.yaml", "overrides.yaml", "spec_folder.txt"}) {
+        for (const std::string kind : {"fifo", "urandom", "large"}) {
+            DYNAMIC_SECTION(name << " as " << kind) {
+                const std::string kept = read_text(folder / name);
+                fs::remove(folder / name);
+                std::string why;
+                if (kind == "fifo") {
+                    REQUIRE(::mkfifo((folder / name).c_str(), 0644) == 0);
+                    why = "is a FIFO (named pipe), expected a regular file";
+                } else if (kind == "urandom") {
+                    fs::create_symlink("/dev/urandom", folder / name);
+                    why = "(a symbolic link to /dev/urandom): is a character device";
+                } else {
+                    write_text(folder / name, kept);
+                    const std::uintmax_t big = name == "spec_folder.txt" ? (64u << 10) + 1 : (4u << 20) + 1;
+                    fs::resize_file(folder / name, big);
+                    why = "has " + std::to_string(big) + " bytes, more than the";
+                }
+                const cli_result r = run_cli({"summarize", folder.string()}, bounded());
+                INFO(r.err);
+                CHECK(r.code != 0);
+                CHECK_THAT(r.err, StartsWith("attnlab: error: " + (folder / name).string()) && Contains(why));
+                CHECK(count_of(r.err, "\n") == 1);
+                CHECK(r.max_rss_kib < hostile_max_rss_kib);
+            }
+        }
+    }
+}
+
+TEST_CASE("a symbolic link loop under runs/ is named and left out; summarize goes on", "[hostile]") {
+    temp_dir dir;
+    tiny_finished_run(dir.path());
+    const fs::path runs = dir / "out" / "tiny" / "runs";
+    fs::create_symlink("loop", runs / "loop");
+    fs::create_symlink(dir / "nowhere", runs / "dangling");
+    const cli_result r = run_cli({"summarize", (dir / "out" / "tiny").string()}, bounded());
+    INFO(r.err);
+    CHECK(r.code == 0);
+    CHECK_THAT(r.err, Contains((runs / "loop").string() + ": Too many levels of symbolic links; not a run, left out"));
+    CHECK_THAT(r.err, !Contains("filesystem error"));
+}
+
+TEST_CASE("a result.yaml of status ok with a loss that is not a number, or a best step past its steps, is damaged",
+          "[hostile]") {
+    temp_dir dir;
+    const fs::path run = tiny_finished_run(dir.path());
+    const std::string kept = read_text(run / "result.yaml");
+    const auto with = [&](const std::string& from, const std::string& to) {
+        std::string text = kept;
+        const auto at = text.find(from);
+        REQUIRE(at != std::string::npos);
+        write_text(run / "result.yaml", text.replace(at, from.size(), to));
+    };
+    const std::string loss = "final_test: {loss: ";
+    const auto rest = kept.substr(kept.find(loss) + loss.size());
+    const std::string value = rest.substr(0, rest.find(','));
+    for (const auto& [from, to, why] : std::vector<std::tuple<std::string, std::string, std::string>>{
+             {loss + value, loss + ".nan", "final_test.loss nan is not a finite number, in a run of status ok"},
+             {loss + value, loss + "-.inf", "final_test.loss -inf is not a finite number"},
+             {"best_step: 4", "best_step: 999", "best_step 999 is outside 0..4 (steps)"}}) {
+        INFO(to);
+        with(from, to);
+        const cli_result r = run_cli({"summarize", (dir / "out" / "tiny").string()}, bounded());
+        INFO(r.err);
+        CHECK(r.code == 1);
+        CHECK_THAT(r.err, Contains("missing run seed=0: " + (run / "result.yaml").string() + ": " + why));
+        CHECK_THAT(read_text(dir / "out" / "tiny" / "table.md"), !Contains("nan"));
+    }
+}
+
+TEST_CASE("eval names what a config.yaml or a checkpoint that is not a regular file is", "[hostile]") {
+    temp_dir dir;
+    const fs::path run = tiny_finished_run(dir.path());
+    SECTION("config.yaml a link to /dev/urandom") {
+        fs::remove(run / "config.yaml");
+        fs::create_symlink("/dev/urandom", run / "config.yaml");
+        const std::string err = refused({"eval", run.string()}, 2, bounded());
+        CHECK_THAT(err, Contains((run / "config.yaml").string() +
+                                 " (a symbolic link to /dev/urandom): cannot read: is a character device, expected a "
+                                 "regular file"));
+        CHECK_THAT(err, !Contains("no such file"));
+    }
+    SECTION("model.safetensors a link to /dev/zero") {
+        fs::remove(run / "model.safetensors");
+        fs::create_symlink("/dev/zero", run / "model.safetensors");
+        for (const std::string verb : {"eval", "probe", "generate"}) {
+            INFO(verb);
+            std::vector<std::string> args = {verb, run.string()};
+            if (verb == "generate") args.insert(args.end(), {"--prompt", "1", "--tokens", "1"});
+            if (verb == "probe") args.insert(args.end(), {"--out", (dir / "p").string(), "--no-plot"});
+            const std::string err = refused(args, 1, bounded());
+            CHECK_THAT(err,
+                       Contains((run / "model.safetensors").string() +
+                                " (a symbolic link to /dev/zero): is a character device, expected a regular file"));
+            CHECK_THAT(err, !Contains("no such"));
+        }
+    }
+    SECTION("a missing config.yaml and checkpoint are still 'no such file'") {
+        fs::remove(run / "model.safetensors");
+        CHECK_THAT(refused({"eval", run.string()}, 1, bounded()), Contains("no such checkpoint file"));
+        fs::remove(run / "config.yaml");
+        CHECK_THAT(refused({"eval", run.string()}, 2, bounded()), Contains("config.yaml: no such file"));
+    }
 }

@@ -40,14 +40,15 @@ void close_fd(int& fd) {
 
 // The steps of the child between fork and exec; a failed one is reported to
 // the parent as (step, errno) through a close-on-exec pipe.
-enum class launch_step : int { open_dev_null, redirect, chdir, rlimit, in_child, exec };
+enum class launch_step : int { open_dev_null, open_stdout, redirect, chdir, rlimit, in_child, exec };
 
 const char* name_of(launch_step s) {
     switch (s) {
         case launch_step::open_dev_null: return "open /dev/null";
+        case launch_step::open_stdout: return "open of the file for stdout";
         case launch_step::redirect: return "dup2 of stdin, stdout or stderr";
         case launch_step::chdir: return "chdir to the working directory";
-        case launch_step::rlimit: return "setrlimit(RLIMIT_FSIZE)";
+        case launch_step::rlimit: return "setrlimit(RLIMIT_FSIZE or RLIMIT_AS)";
         case launch_step::in_child: return "the in_child hook";
         case launch_step::exec: return "exec";
     }
@@ -83,7 +84,8 @@ std::vector<char*> pointers_to(std::vector<std::string>& strings) {
 
 // In the child: only async-signal-safe calls until exec; never returns.
 [[noreturn]] void exec_child(const char* program, char* const* argv, char* const* envp, const char* cwd,
-                             std::uint64_t file_size_limit, bool (*in_child)(), int out_fd, int err_fd, int report_fd) {
+                             std::uint64_t file_size_limit, std::uint64_t address_space_limit, const char* stdout_path,
+                             bool (*in_child)(), int out_fd, int err_fd, int report_fd) {
     auto fail = [&](launch_step step) {
         const launch_failure f{step, errno};
         [[maybe_unused]] const ssize_t n = ::write(report_fd, &f, sizeof f);
@@ -91,6 +93,10 @@ std::vector<char*> pointers_to(std::vector<std::string>& strings) {
     };
     const int in_fd = ::open("/dev/null", O_RDONLY);
     if (in_fd < 0) fail(launch_step::open_dev_null);
+    if (stdout_path[0] != '\0') {
+        out_fd = ::open(stdout_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (out_fd < 0) fail(launch_step::open_stdout);
+    }
     if (::dup2(in_fd, 0) < 0 || ::dup2(out_fd, 1) < 0 || ::dup2(err_fd, 2) < 0) fail(launch_step::redirect);
     if (cwd[0] != '\0' && ::chdir(cwd) != 0) fail(launch_step::chdir);
     // Default actions and no blocked signals, whatever the test runner set
@@ -103,6 +109,10 @@ std::vector<char*> pointers_to(std::vector<std::string>& strings) {
     if (file_size_limit > 0) {
         const struct rlimit lim = {file_size_limit, file_size_limit};
         if (::setrlimit(RLIMIT_FSIZE, &lim) != 0) fail(launch_step::rlimit);
+    }
+    if (address_space_limit > 0 && !sanitized_build) {
+        const struct rlimit lim = {address_space_limit, address_space_limit};
+        if (::setrlimit(RLIMIT_AS, &lim) != 0) fail(launch_step::rlimit);
     }
     errno = 0;
     if (in_child != nullptr && !in_child()) fail(launch_step::in_child);
@@ -165,7 +175,8 @@ child_process::child_process(const std::vector<std::string>& args, launch_option
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<std::string> env_s = child_environment(options_);
     const std::vector<char*> argv = pointers_to(argv_s), envp = pointers_to(env_s);
-    const std::string program = options_.program.string(), cwd = options_.cwd.string();
+    const std::string program = options_.program.string(), cwd = options_.cwd.string(),
+                      stdout_path = options_.stdout_path.string();
     pipe_fds report;
 
     // The child's peak RSS (wait4) counts the copy of this process that fork
@@ -174,8 +185,9 @@ child_process::child_process(const std::vector<std::string>& args, launch_option
     ::malloc_trim(0);
     pid_ = ::fork();
     if (pid_ == 0)
-        exec_child(program.c_str(), argv.data(), envp.data(), cwd.c_str(), options_.file_size_limit, options_.in_child,
-                   output_->out_pipe.write, output_->err_pipe.write, report.write);
+        exec_child(program.c_str(), argv.data(), envp.data(), cwd.c_str(), options_.file_size_limit,
+                   options_.address_space_limit, stdout_path.c_str(), options_.in_child, output_->out_pipe.write,
+                   output_->err_pipe.write, report.write);
     close_fd(report.write);
     if (pid_ < 0) {
         close_fd(report.read);

@@ -48,6 +48,10 @@ struct launch_options {
     std::vector<std::pair<std::string, std::string>> set_env;  // (name, value) added or replaced
     std::vector<std::string> unset_env;                        // names removed
     std::uint64_t file_size_limit = 0;  // RLIMIT_FSIZE in bytes (writes past it fail with EFBIG); 0: unchanged
+    // RLIMIT_AS in bytes (an allocation past it fails); 0: unchanged. Not set
+    // under AddressSanitizer, which reserves terabytes of address space.
+    std::uint64_t address_space_limit = 0;
+    fs::path stdout_path;  // stdout written to this file (opened for writing, e.g. /dev/full) instead of captured
     // Runs in the child last before exec (after the limit), so it must be
     // async-signal-safe; returning false fails the launch (and the test).
     bool (*in_child)() = nullptr;
@@ -60,6 +64,8 @@ struct launch_options {
     }
     launch_options& without_env(const std::string& name) { return unset_env.push_back(name), *this; }
     launch_options& with_file_size_limit(std::uint64_t bytes) { return file_size_limit = bytes, *this; }
+    launch_options& with_address_space_limit(std::uint64_t bytes) { return address_space_limit = bytes, *this; }
+    launch_options& with_stdout_to(const fs::path& p) { return stdout_path = p, *this; }
     launch_options& with_in_child(bool (*hook)()) { return in_child = hook, *this; }
     launch_options& with_timeout(std::chrono::seconds t) { return timeout = t, *this; }
 };
