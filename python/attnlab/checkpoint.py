@@ -17,6 +17,8 @@ import struct
 
 import numpy as np
 
+from .files import open_input
+
 CHECKPOINT_FILE = "model.safetensors"
 CONFIG_FILE = "config.yaml"
 
@@ -90,9 +92,10 @@ def read_safetensors_header(path: str) -> tuple[int, dict]:
     C++ reader checks it before any tensor data is read: the length against the
     file's size, strict JSON, every entry's dtype, shape and offsets, and the
     tensors tiling the data section exactly (no overlap, gap or tail). Raises
-    ValueError naming the file and the problem."""
-    size = os.path.getsize(path)
-    with open(path, "rb") as f:
+    ValueError naming the file and the problem (a file that is not regular,
+    such as a FIFO or /dev/zero, included: files.open_input)."""
+    f, size = open_input(path)
+    with f:
         head = f.read(8)
         if len(head) < 8:
             raise ValueError(f"{path}: not a safetensors file: {size} bytes, too short for the 8-byte header length")
@@ -139,7 +142,8 @@ def read_safetensors(path: str) -> dict[str, np.ndarray]:
     offset, so a bad file costs no more than its header."""
     n, header = read_safetensors_header(path)
     out = {}
-    with open(path, "rb") as f:
+    f, _ = open_input(path)
+    with f:
         for name, info in header.items():
             if name == _METADATA:
                 continue
@@ -161,8 +165,16 @@ def _in_run_dir(path: str, filename: str) -> str:
 
 def read_checkpoint(path: str) -> dict[str, np.ndarray]:
     """The parameters of a checkpoint (a model.safetensors file, or a run
-    directory holding one): name -> float32 array of its PyTorch shape."""
-    return read_safetensors(_in_run_dir(path, CHECKPOINT_FILE))
+    directory holding one): name -> float32 array of its PyTorch shape. As
+    attnlab's eval, a tensor holding NaN or infinite values is refused
+    (ValueError naming the file and the tensor): it would only show as a NaN
+    loss."""
+    file = _in_run_dir(path, CHECKPOINT_FILE)
+    params = read_safetensors(file)
+    for name, a in params.items():
+        if a.dtype.kind == "f" and not np.isfinite(a).all():
+            raise ValueError(f"{file}: tensor {name} holds non-finite values (NaN or infinity)")
+    return params
 
 
 def read_run_facts(path: str) -> dict:
@@ -187,8 +199,13 @@ def read_run_facts(path: str) -> dict:
 def read_config(path: str) -> dict:
     """A run's configuration (a config.yaml file, or a run directory holding
     one) as nested dicts: {"seed": 0, "task": {...}, "model": {...},
-    "attention": {...}, "train": {...}}."""
-    import yaml  # python3-yaml
+    "attention": {...}, "train": {...}}. The file is read as attnlab reads it
+    (files.read_input: a regular file of at most 1 MiB) and checked as attnlab
+    checks it (config.check_config: every key known, once, applying to the
+    run; every needed key; values of their type and range): a config.yaml the
+    binary refuses raises a ValueError naming the file, the line and the key."""
+    from .config import check_config
+    from .files import read_text
 
-    with open(_in_run_dir(path, CONFIG_FILE)) as f:
-        return yaml.safe_load(f)
+    file = _in_run_dir(path, CONFIG_FILE)
+    return check_config(read_text(file, "run_config"), file)

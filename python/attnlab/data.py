@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 from typing import Iterator
 
 import numpy as np
@@ -344,14 +343,22 @@ class _TextData:
     evaluation windows at k T of their part (the same for every seed)."""
 
     def __init__(self, t: dict):
+        from .files import check_size, open_input
+
         path = t["path"]
-        # As attnlab: the size and sha256 config.yaml records must be the file's,
-        # else the windows would be other bytes than the run trained on.
-        if t.get("size") and os.path.getsize(path) != int(t["size"]):
-            raise ValueError(f"task.path: {path} has {os.path.getsize(path)} bytes, the run's task.size says "
-                             f"{t['size']} (the file changed since the run was made)")
-        with open(path, "rb") as f:
-            raw = f.read()
+        # As attnlab: a regular file (files.open_input: not a FIFO or a
+        # device) of at most 2^31 - 1 bytes, and the size and sha256
+        # config.yaml records must be the file's, else the windows would be
+        # other bytes than the run trained on.
+        f, size = open_input(path)
+        with f:
+            if t.get("size") and size != int(t["size"]):
+                raise ValueError(f"task.path: {path} has {size} bytes, the run's task.size says "
+                                 f"{t['size']} (the file changed since the run was made)")
+            check_size(path, size, "corpus")
+            raw = f.read(size + 1)
+        if len(raw) != size:
+            raise ValueError(f"task.path: {path} changed while it was read ({len(raw)} bytes, {size} when measured)")
         if t.get("sha256"):
             digest = hashlib.sha256(raw).hexdigest()
             if digest != t["sha256"]:
