@@ -38,6 +38,7 @@ def attnlab_package():
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
     try:
         import attnlab.checkpoint
+        import attnlab.files
         import attnlab.results
     except ImportError as e:
         raise InputError(f"cannot import the attnlab package ({e}); it needs Debian's python3-pandas and "
@@ -73,8 +74,11 @@ def base_task_kind(results_dir, attnlab):
     path = os.path.join(results_dir, "spec.yaml")
     if not os.path.exists(path):
         return ""
-    spec = attnlab.checkpoint.read_config(path) or {}
-    return flat_config(spec.get("base")).get("task.kind", "")
+    import yaml  # python3-yaml
+
+    # A spec, not a run's config.yaml: read as attnlab reads a spec (a regular file of at most 4 MiB).
+    spec = yaml.safe_load(attnlab.files.read_text(path, "spec")) or {}
+    return flat_config(spec.get("base") if isinstance(spec, dict) else None).get("task.kind", "")
 
 
 class Run:
