@@ -46,7 +46,8 @@ void add_bench_train(CLI::App& bench, action& chosen) {
     cmd->add_option("SPEC", *spec, "Spec whose first run's model, attention, task and batch are timed")
         ->type_name("SPEC");
     cmd->add_option("--config", *config,
-                    "A built-in configuration instead of a spec: quickstart, lm (bytes of data/kjv.txt) or larger")
+                    "A built-in configuration instead of a spec: quickstart, lm (bytes of data/kjv.txt), larger or "
+                    "long (T 1024)")
         ->check(one_of(bench_config_names()))
         ->type_name("NAME");
     cmd->add_option("--set", *overrides, "Override a dotted key, e.g. --set attention.numerator=taylor")
@@ -94,7 +95,7 @@ void add_bench_train(CLI::App& bench, action& chosen) {
     cmd->callback([=, &chosen] {
         chosen = [=] {
             if (spec->empty() == config->empty())
-                throw config_error("bench train: give a SPEC or --config quickstart|lm|larger (one of them)");
+                throw config_error("bench train: give a SPEC or --config quickstart|lm|larger|long (one of them)");
             if (!seq->seq_lens.empty()) {
                 const experiment_spec e =
                     spec->empty() ? parse_spec(bench_config_yaml(*config), "<config " + *config + ">", *overrides)
