@@ -84,9 +84,14 @@ void add_eval(CLI::App& app, action& chosen) {
                         "Score the model as trained, then with its numerator replaced by --truncate-with at each "
                         "order, e.g. 1..16,24,32 (parallel form); writes --out")
             ->type_name("ORDERS");
-    cmd->add_option("--truncate-with", *truncate_with, "The numerator of --truncate: taylor (default) or power")
-        ->check(one_of({"taylor", "power"}))
-        ->type_name("taylor|power")
+    // The numerators that take an order, from the variant table.
+    std::vector<std::string> with_order;
+    for (int i = 0; i < numerator_count; ++i)
+        if (numerator_rows()[i].takes_order) with_order.emplace_back(numerator_rows()[i].name);
+    cmd->add_option("--truncate-with", *truncate_with,
+                    "The numerator of --truncate, one that takes an order: taylor (default), power ...")
+        ->check(one_of(with_order))
+        ->type_name("taylor|power|...")
         ->needs(truncate_opt);
     auto* out_opt = cmd->add_option("--out", *out, "The CSV --truncate writes (one row per order)")
                         ->type_name("FILE.csv")
@@ -129,7 +134,7 @@ void add_eval(CLI::App& app, action& chosen) {
             // Sized for the costliest variant scored (the highest order of a sweep).
             run_config sized = test;
             if (!orders.empty()) {
-                sized.attention.numerator = *truncate_with == "power" ? numerator_kind::power : numerator_kind::taylor;
+                sized.attention.numerator = *numerator_from_name(*truncate_with);
                 sized.attention.order = orders.back();
             }
             set_threads(*threads);

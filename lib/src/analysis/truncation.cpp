@@ -29,14 +29,6 @@ const std::vector<std::string>& eval_variant_keys() {
     return keys;
 }
 
-std::string variant_label(const attention_config& a) {
-    // Appended piece by piece: GCC 12 warns (-Wrestrict) about " " + std::string temporaries.
-    std::string s = to_string(a.numerator);
-    if (traits_of(a.numerator).takes_order) s.append(" ").append(std::to_string(a.order));
-    if (a.clamp) s.append(" clamp ").append(format_number(*a.clamp));
-    return s.append("/").append(to_string(a.denominator));
-}
-
 namespace {
 
 std::string shape_text(const std::vector<int>& shape) {

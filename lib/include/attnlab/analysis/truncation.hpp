@@ -38,10 +38,6 @@ const std::vector<std::string>& eval_variant_keys();
 inline constexpr int max_eval_order = 160;
 inline constexpr int max_train_order = 20;  // the spec loader's attention.order range
 
-// "exp/softmax", "taylor 4/softmax", "linear/norm", "exp clamp 5/softmax":
-// a variant as the eval output and files name it.
-std::string variant_label(const attention_config& a);
-
 // Why a model trained with `trained` cannot be scored as `evaluated`: the
 // first parameter tensor that is not in both or differs in shape, as
 // "blocks.0.attn.out_norm.weight (16) is in the evaluated model only"; ""
