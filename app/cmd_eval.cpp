@@ -26,6 +26,7 @@
 #include "attnlab/run/resources.hpp"
 #include "attnlab/run/runner.hpp"
 #include "attnlab/run/run_dir.hpp"
+#include "attnlab/spec/overrides.hpp"
 #include "attnlab/util/error.hpp"
 #include "cli_values.hpp"
 #include "commands.hpp"
@@ -69,11 +70,12 @@ void add_eval(CLI::App& app, action& chosen) {
         ->check(one_of({"symmetric", "full"}))
         ->capture_default_str()
         ->type_name("symmetric|full");
+    const config_limits& limits = evaluation_limits();  // the keys eval may change, and how far
     cmd->add_option("--set", *overrides,
-                    "Change a test-time key (task.test_examples, task.test_min_len, task.test_max_len), e.g. --set "
-                    "task.test_max_len=64 to score longer copies, or the variant when the checkpoint fits it "
-                    "(attention.numerator, attention.order up to 160, attention.denominator), e.g. --set "
-                    "attention.numerator=taylor --set attention.order=4 to score an exp model cut to 4 orders")
+                    "Change a test-time key, or the variant when the checkpoint fits it (" + limits.why +
+                        "; attention.order up to " + std::to_string(limits.max_order) +
+                        "), e.g. --set task.test_max_len=64 to score longer copies, or --set "
+                        "attention.numerator=taylor --set attention.order=4 to score an exp model cut to 4 orders")
         ->type_name("KEY=VALUE");
     auto truncate = std::make_shared<std::string>();
     auto truncate_with = std::make_shared<std::string>("taylor");
@@ -122,7 +124,7 @@ void add_eval(CLI::App& app, action& chosen) {
             const memory_limit limit =
                 resolve_memory_limit(max_memory->empty() ? 0 : parse_size(*max_memory, "--max-memory"));
             const run_config trained = read_run_dir_config(*run_dir);
-            const run_config test = evaluated_config(trained, *overrides, *run_dir + "/config.yaml");
+            const run_config test = evaluated_config(trained, *overrides);
             const bool changed = variant_label(test.attention) != variant_label(trained.attention);
             std::vector<int> orders;
             if (!truncate->empty()) {

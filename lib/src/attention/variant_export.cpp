@@ -51,8 +51,9 @@ std::string numerator_json(const numerator_traits& r) {
            "\", \"takes_order\": " + json_bool(r.takes_order) + ", \"finite_state\": " + json_bool(r.finite_state) +
            ", \"sign_at_odd_order\": \"" + sign_name(r.sign(1)) + "\", \"sign_at_even_order\": \"" +
            sign_name(r.sign(2)) + "\", \"terms_at_order_1\": " + terms_json(r.terms(1)) +
-           ", \"terms_at_order_2\": " + terms_json(r.terms(2)) + ", \"label_at_order_2\": " +
-           json_text(numerator_label(at2).c_str()) + ", \"summary\": " + json_text(r.summary) + "}";
+           ", \"terms_at_order_2\": " + terms_json(r.terms(2)) +
+           ", \"label_at_order_2\": " + json_text(numerator_label(at2).c_str()) +
+           ", \"summary\": " + json_text(r.summary) + "}";
 }
 
 std::string denominator_json(const denominator_traits& r) {

@@ -414,7 +414,8 @@ bool is_scale_invariant(denominator_kind d) { return traits_of(d).scale_invarian
 
 namespace {
 // An order-taking numerator (the table's takes_order) computes orders from
-// lowest_order on; the spec loader refuses other values before a run starts.
+// lowest_order on; the spec's limits (spec/overrides.hpp) refuse other values
+// before a run starts, so this is a precondition, not a bound of its own.
 void require_order(const attention_config& cfg) {
     if (cfg.order < lowest_order)
         throw std::invalid_argument(std::string(to_string(cfg.numerator)) +

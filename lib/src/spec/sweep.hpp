@@ -18,8 +18,8 @@ namespace attnlab::spec_internal {
 inline constexpr std::size_t max_runs = 100000;
 inline constexpr std::size_t max_file_name = 255;  // the name and every run id name a directory
 
-// One "dotted.key=value" override.
-entry parse_set(const std::string& s);
+// One "dotted.key=value" override, its value checked within `limits`.
+entry parse_set(const std::string& s, const config_limits& limits);
 
 // One grid of a sweep: its keys as written and their values.
 struct axis {

@@ -19,7 +19,8 @@ namespace attnlab {
 
 // The highest power (Taylor order m) of a chunked state's series: the
 // order-m features number C(HS+m-1, m), already 52,360 per head at HS = 32,
-// m = 4. A bound on the state's series, not on attention.order.
+// m = 4. A bound on the state, not on attention.order (whose limits are the
+// spec's, spec/overrides.hpp).
 inline constexpr int max_chunked_power = 4;
 
 // Why `attention.form: chunked` is refused for this variant ("" when it is

@@ -40,7 +40,8 @@ struct series_term {
 using series_terms = std::vector<series_term>;  // increasing powers
 
 // An order-taking numerator's orders start here (order 0 of taylor or power
-// is the constant 1: no attention).
+// is the constant 1: no attention). Their highest order depends on the
+// purpose: spec/overrides.hpp's training and evaluation limits.
 inline constexpr int lowest_order = 1;
 
 // The rules a row names: its weights' sign and its series at an order.
@@ -49,7 +50,9 @@ inline weight_sign always_positive(int) { return weight_sign::positive; }
 inline weight_sign always_non_negative(int) { return weight_sign::non_negative; }
 inline weight_sign always_signed(int) { return weight_sign::any; }
 // A truncated exp series of even order is positive for every real score.
-inline weight_sign positive_at_even_order(int order) { return order % 2 == 0 ? weight_sign::positive : weight_sign::any; }
+inline weight_sign positive_at_even_order(int order) {
+    return order % 2 == 0 ? weight_sign::positive : weight_sign::any;
+}
 // s^n / n! alone: even orders are >= 0 but vanish at s = 0, odd ones are signed.
 inline weight_sign vanishing_at_even_order(int order) {
     return order % 2 == 0 ? weight_sign::non_negative : weight_sign::any;
