@@ -64,6 +64,19 @@ private:
     bool subtract_row_max_, max_is_constant_;
 };
 
+// ds (n) = dw f'(s) for a polynomial kernel, f' written chunk by chunk into
+// a stack buffer by derivative(p, s, len) (ds may alias dw).
+template <class T, class Derivative>
+void times_derivative(T* ds, const T* dw, const T* s, int n, Derivative derivative) {
+    constexpr int chunk = 256;
+    T p[chunk];
+    for (int j0 = 0; j0 < n; j0 += chunk) {
+        const int len = std::min(chunk, n - j0);
+        derivative(p, s + j0, len);
+        for (int j = 0; j < len; ++j) ds[j0 + j] = dw[j0 + j] * p[j];
+    }
+}
+
 // w (n) = sum_{m=0..order} s^m / m! by Horner's rule, 1 + s(1 + s/2(1 + ... (1 + s/order))),
 // one pass over the row per order (the inner loop vectorises).
 template <class T>
@@ -82,14 +95,7 @@ public:
     explicit taylor_kernel(int order) : order_(order) {}
     void forward_row(T* w, const T* s, int n) const override { taylor_exp_row(w, s, n, order_); }
     void backward_row(T* ds, const T* dw, const T* s, const T*, int n) const override {
-        // ds may alias dw: the derivative of a chunk goes to a stack buffer first.
-        constexpr int chunk = 256;
-        T p[chunk];
-        for (int j0 = 0; j0 < n; j0 += chunk) {
-            const int len = std::min(chunk, n - j0);
-            taylor_exp_row(p, s + j0, len, order_ - 1);
-            for (int j = 0; j < len; ++j) ds[j0 + j] = dw[j0 + j] * p[j];
-        }
+        times_derivative(ds, dw, s, n, [&](T* p, const T* sj, int len) { taylor_exp_row(p, sj, len, order_ - 1); });
     }
 
 private:
@@ -116,14 +122,7 @@ public:
     explicit power_kernel(int order) : order_(order) {}
     void forward_row(T* w, const T* s, int n) const override { power_term_row(w, s, n, order_); }
     void backward_row(T* ds, const T* dw, const T* s, const T*, int n) const override {
-        // ds may alias dw: the derivative of a chunk goes to a stack buffer first.
-        constexpr int chunk = 256;
-        T p[chunk];
-        for (int j0 = 0; j0 < n; j0 += chunk) {
-            const int len = std::min(chunk, n - j0);
-            power_term_row(p, s + j0, len, order_ - 1);
-            for (int j = 0; j < len; ++j) ds[j0 + j] = dw[j0 + j] * p[j];
-        }
+        times_derivative(ds, dw, s, n, [&](T* p, const T* sj, int len) { power_term_row(p, sj, len, order_ - 1); });
     }
 
 private:
@@ -163,14 +162,7 @@ public:
     explicit series_kernel(series_terms terms) : terms_(std::move(terms)), derivative_(derivative_of(terms_)) {}
     void forward_row(T* w, const T* s, int n) const override { series_row(w, s, n, terms_); }
     void backward_row(T* ds, const T* dw, const T* s, const T*, int n) const override {
-        // ds may alias dw: the derivative of a chunk goes to a stack buffer first.
-        constexpr int chunk = 256;
-        T p[chunk];
-        for (int j0 = 0; j0 < n; j0 += chunk) {
-            const int len = std::min(chunk, n - j0);
-            series_row(p, s + j0, len, derivative_);
-            for (int j = 0; j < len; ++j) ds[j0 + j] = dw[j0 + j] * p[j];
-        }
+        times_derivative(ds, dw, s, n, [&](T* p, const T* sj, int len) { series_row(p, sj, len, derivative_); });
     }
 
 private:

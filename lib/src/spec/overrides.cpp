@@ -43,7 +43,8 @@ config_source source_of(const run_config& config) {
     src.file = "--set";
     for (const key_def& d : schema())
         if (applies(d, config))
-            if (std::optional<value> v = d.get(config)) src.values[d.key] = entry{*v, origin::base, {"the configuration", 0, d.key}};
+            if (std::optional<value> v = d.get(config))
+                src.values[d.key] = entry{*v, origin::base, {"the configuration", 0, d.key}};
     return src;
 }
 
