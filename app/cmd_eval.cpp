@@ -26,6 +26,7 @@
 #include "attnlab/run/resources.hpp"
 #include "attnlab/run/runner.hpp"
 #include "attnlab/run/run_dir.hpp"
+#include "attnlab/spec/overrides.hpp"
 #include "attnlab/util/error.hpp"
 #include "cli_values.hpp"
 #include "commands.hpp"
@@ -69,11 +70,12 @@ void add_eval(CLI::App& app, action& chosen) {
         ->check(one_of({"symmetric", "full"}))
         ->capture_default_str()
         ->type_name("symmetric|full");
+    const config_limits& limits = evaluation_limits();  // the keys eval may change, and how far
     cmd->add_option("--set", *overrides,
-                    "Change a test-time key (task.test_examples, task.test_min_len, task.test_max_len), e.g. --set "
-                    "task.test_max_len=64 to score longer copies, or the variant when the checkpoint fits it "
-                    "(attention.numerator, attention.order up to 160, attention.denominator), e.g. --set "
-                    "attention.numerator=taylor --set attention.order=4 to score an exp model cut to 4 orders")
+                    "Change a test-time key, or the variant when the checkpoint fits it (" + limits.why +
+                        "; attention.order up to " + std::to_string(limits.max_order) +
+                        "), e.g. --set task.test_max_len=64 to score longer copies, or --set "
+                        "attention.numerator=taylor --set attention.order=4 to score an exp model cut to 4 orders")
         ->type_name("KEY=VALUE");
     auto truncate = std::make_shared<std::string>();
     auto truncate_with = std::make_shared<std::string>("taylor");
@@ -85,9 +87,14 @@ void add_eval(CLI::App& app, action& chosen) {
                         "order, e.g. 1..16,24,32 (parallel form); writes --out")
             ->check(not_empty("a list of orders such as 1..16,24,32"))
             ->type_name("ORDERS");
-    cmd->add_option("--truncate-with", *truncate_with, "The numerator of --truncate: taylor (default) or power")
-        ->check(one_of({"taylor", "power"}))
-        ->type_name("taylor|power")
+    // The numerators that take an order, from the variant table.
+    std::vector<std::string> with_order;
+    for (int i = 0; i < numerator_count; ++i)
+        if (numerator_rows()[i].takes_order) with_order.emplace_back(numerator_rows()[i].name);
+    cmd->add_option("--truncate-with", *truncate_with,
+                    "The numerator of --truncate, one that takes an order: taylor (default), power ...")
+        ->check(one_of(with_order))
+        ->type_name("taylor|power|...")
         ->needs(truncate_opt);
     auto* out_opt = cmd->add_option("--out", *out, "The CSV --truncate writes (one row per order)")
                         ->check(not_empty("a file name"))
@@ -127,7 +134,7 @@ void add_eval(CLI::App& app, action& chosen) {
             // Checked before anything is computed, and again when written.
             if (!out->empty()) check_output_file(*out, "--out", inputs);
             if (!per_position->empty()) check_output_file(*per_position, "--per-position", inputs);
-            const run_config test = evaluated_config(trained, *overrides, *run_dir + "/config.yaml");
+            const run_config test = evaluated_config(trained, *overrides);
             const bool changed = variant_label(test.attention) != variant_label(trained.attention);
             std::vector<int> orders;
             if (!truncate->empty()) {
@@ -139,7 +146,7 @@ void add_eval(CLI::App& app, action& chosen) {
             // Sized for the costliest variant scored (the highest order of a sweep).
             run_config sized = test;
             if (!orders.empty()) {
-                sized.attention.numerator = *truncate_with == "power" ? numerator_kind::power : numerator_kind::taylor;
+                sized.attention.numerator = *numerator_from_name(*truncate_with);
                 sized.attention.order = orders.back();
             }
             set_threads(*threads);

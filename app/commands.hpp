@@ -19,6 +19,7 @@ void add_eval(CLI::App& app, action& chosen);
 void add_summarize(CLI::App& app, action& chosen);
 void add_probe(CLI::App& app, action& chosen);
 void add_generate(CLI::App& app, action& chosen);
+void add_variants(CLI::App& app, action& chosen);
 
 // Exit codes: success, any failure other than bad input, bad input.
 inline constexpr int exit_ok = 0, exit_failure = 1, exit_bad_input = 2, exit_interrupted = 130;

@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
     cli::add_summarize(app, chosen);
     cli::add_probe(app, chosen);
     cli::add_generate(app, chosen);
+    cli::add_variants(app, chosen);
 
     // Progress goes to stderr so that stdout carries only results (list, validate).
     auto logger = spdlog::stderr_color_mt("attnlab");

@@ -208,9 +208,9 @@ def config_to_yaml(cfg: dict) -> str:
 # ---------------------------------------------------------------- one dump
 
 
-def run_dump(dump: str, cfg_path: str, out_dir: str, precision: str, extra: list[str]):
+def run_dump(dump: str, cfg_path: str, out_dir: str, precision: str):
     os.makedirs(out_dir, exist_ok=True)
-    p = subprocess.run([dump, cfg_path, out_dir, precision, *extra], capture_output=True, text=True)
+    p = subprocess.run([dump, cfg_path, out_dir, precision], capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"{dump} {precision} failed ({p.returncode}): {p.stderr.strip()}")
     with open(os.path.join(out_dir, "out.json")) as f:
@@ -292,42 +292,23 @@ def fmt(x: float) -> str:
     return f"{x:.1e}" if math.isfinite(x) else "inf"
 
 
-def keys_outside_spec(cfg: dict) -> list[str]:
-    """Takes `order` and `clamp` out of cfg, as dump arguments ["--order", n, ...],
-    where the spec loader does not accept them for this numerator yet."""
-    att, args = cfg["attention"], []
-    for key in ("order", "clamp"):
-        if key in att and not NUMERATOR_ROWS[att["numerator"]][f"{key}_in_spec"]:
-            args += [f"--{key}", repr(att.pop(key))]
-    return args
-
-
-def put_back(cfg: dict, dump_args: list[str]):
-    """The keys keys_outside_spec took out, back into cfg (for the torch side)."""
-    for flag, value in zip(dump_args[::2], dump_args[1::2]):
-        key = flag[2:]
-        cfg["attention"][key] = int(value) if key == "order" else float(value)
-
-
 def check_case(dump_bin: str, name: str, overrides: dict, work: str) -> dict:
     """Runs one case; returns a result dict with pass/fail and the errors."""
     case_dir = os.path.join(work, name.replace("/", "_").replace(" ", "_").replace("=", "-"))
     best = None
     for seed in range(SEED_TRIES):
         cfg = make_config(overrides, seed)
-        spec_args = keys_outside_spec(cfg)
         seed_dir = os.path.join(case_dir, f"seed{seed}")
         os.makedirs(seed_dir, exist_ok=True)
         cfg_path = os.path.join(seed_dir, "config.yaml")
         with open(cfg_path, "w") as f:
             f.write(config_to_yaml(cfg))
         cfg = ref.load_run_config(cfg_path)  # what the model reads is the file attnlab read
-        dd = run_dump(dump_bin, cfg_path, os.path.join(seed_dir, "double"), "double", spec_args)
+        dd = run_dump(dump_bin, cfg_path, os.path.join(seed_dir, "double"), "double")
         check_resolved(cfg, os.path.join(seed_dir, "double", "config.yaml"))
-        put_back(cfg, spec_args)
         td = torch_run(cfg, os.path.join(seed_dir, "double", "model_f64.safetensors"), dd["tokens"], dd["targets"])
         z = td["min_abs_z"]
-        cand = {"seed": seed, "cfg": cfg, "cfg_path": cfg_path, "spec_args": spec_args, "dir": seed_dir, "dd": dd,
+        cand = {"seed": seed, "cfg": cfg, "cfg_path": cfg_path, "dir": seed_dir, "dd": dd,
                 "td": td, "min_abs_z": z, "max_cond_z": td["max_cond_z"]}
         if best is None or (z is not None and z > best["min_abs_z"]):
             best = cand
@@ -336,7 +317,7 @@ def check_case(dump_bin: str, name: str, overrides: dict, work: str) -> dict:
             break
     b = best
     ill = b["min_abs_z"] is not None and b["min_abs_z"] < MIN_ABS_Z
-    df = run_dump(dump_bin, b["cfg_path"], os.path.join(b["dir"], "float"), "float", b["spec_args"])
+    df = run_dump(dump_bin, b["cfg_path"], os.path.join(b["dir"], "float"), "float")
     tf = torch_run(b["cfg"], os.path.join(b["dir"], "float", "model.safetensors"), df["tokens"], df["targets"])
     ed, ef = compare(b["dd"], b["td"]), compare(df, tf)
     tol_d = TOL_FLOAT if ill else TOL_DOUBLE

@@ -25,14 +25,15 @@ median over seeds as a bar, never a mean with error bars.
                     next-byte accuracy only. The final-value figures below
                     show, for text, the final test loss (log scale) and
                     next-byte accuracy instead of the two accuracies.
-  by_order          final test accuracy against the Taylor order (when
+  by_order          final test accuracy against the order (when
                     attention.order is swept), one series per remaining
-                    swept setting (e.g. the denominator); variants without
-                    an order (exp, linear kernels) as categories on the
-                    right, not joined to the Taylor line. With a single
-                    Taylor order: one category per variant and remaining
-                    setting (taylor-2 / norm, exp / norm), each its own
-                    colour and marker.
+                    swept setting (e.g. the denominator), and per numerator
+                    when several take an order (taylor, power ...); variants
+                    without an order (exp, linear kernels) as categories on
+                    the right, not joined to the order's line. With a single
+                    order: one category per variant and remaining setting
+                    (taylor 2 / norm, exp / norm), each its own colour and
+                    marker.
   by_numerator      final test accuracy per numerator (when swept and the
                     order is not), categories side by side, grouped by the
                     remaining swept setting; no lines between categories.
@@ -89,7 +90,7 @@ from collections import OrderedDict
 import plot_style
 from plot_style import MARKERS, style
 from sweep_runs import (describe, group_by, heads_name, legend_title, number, read_results, readable,
-                        variant_name, varying_keys)
+                        takes_order, variant_name, variants, varying_keys)
 
 plt = plot_style.load_pyplot("plot_sweep.py", with_numpy=True)
 # After load_pyplot, which turns a missing matplotlib or numpy into one line and exit code 2.
@@ -464,24 +465,32 @@ def categorical_figure(runs, category_of, group_of, x_title, group_title, title)
 
 
 def order_figure(runs, group_of, group_title, title, final):
-    """Final test accuracy against the Taylor order; variants without an order as categories on the right.
+    """Final test accuracy against the order of the numerators that take one (attnlab.variants); variants
+    without an order as categories on the right. Several such numerators (taylor and power) are several
+    series, each numerator named in its series.
 
-    With a single Taylor order there is no order axis: one category per variant and remaining setting
-    (taylor-2 / norm, exp / norm ...), each its own colour and marker, named under its column."""
-    orders = sorted({int(r.get("attention.order")) for r in runs if r.get("attention.numerator") == "taylor"
-                     and r.get("attention.order")})
+    With a single order there is no order axis: one category per variant and remaining setting
+    (taylor 2 / norm, exp / norm ...), each its own colour and marker, named under its column."""
+    ordered = [r for r in runs if takes_order(r) and r.get("attention.order")]
+    orders = sorted({int(r.get("attention.order")) for r in ordered})
+    with_order = list(OrderedDict.fromkeys(r.get("attention.numerator") for r in ordered))
+    axis = "Taylor order" if with_order == ["taylor"] else "order"
     if len(orders) <= 1:
         def name(r):
             return "\n".join(p for p in (variant_name(r), group_of(r)) if p)
 
-        taylor_first = sorted(runs, key=lambda r: r.get("attention.numerator") != "taylor")
-        return categorical_figure(taylor_first, name, name, "variant" + (f" / {group_title}" if group_title else ""),
+        ordered_first = sorted(runs, key=lambda r: not takes_order(r))
+        return categorical_figure(ordered_first, name, name, "variant" + (f" / {group_title}" if group_title else ""),
                                   "variant" + (f" / {group_title}" if group_title else ""),
                                   f"{title}: {final} per variant"
-                                  + (f" (a single Taylor order, {orders[0]})" if orders else ""))
-    others = list(OrderedDict.fromkeys(variant_name(r) for r in runs if r.get("attention.numerator") != "taylor"))
+                                  + (f" (a single {axis}, {orders[0]})" if orders else ""))
+    if len(with_order) > 1:  # one series per numerator and remaining setting
+        group_of = (lambda g: lambda r: ", ".join(
+            p for p in (r.get("attention.numerator") if takes_order(r) else "", g(r)) if p))(group_of)
+        group_title = ", ".join(p for p in ("numerator", group_title) if p)
+    others = list(OrderedDict.fromkeys(variant_name(r) for r in runs if not takes_order(r)))
     ticks = [str(o) for o in orders] + others
-    title = f"{title}: {final} against Taylor order"
+    title = f"{title}: {final} against {axis}"
     groups = list(OrderedDict.fromkeys(group_of(r) for r in runs))
     width = 0.7 / len(groups)
     fig, axes = new_figure(1, 2, max(5.0, 1.2 + 0.7 * len(ticks)) * 2, 3.8)
@@ -491,7 +500,7 @@ def order_figure(runs, group_of, group_title, title, final):
             dx = -0.35 + width * (gi + 0.5)
             xs, meds = [], []
             for oi, o in enumerate(orders):
-                members = [r for r in runs if group_of(r) == g and r.get("attention.numerator") == "taylor"
+                members = [r for r in runs if group_of(r) == g and takes_order(r)
                            and r.get("attention.order") and int(r.get("attention.order")) == o]
                 med = draw_seeds(ax, oi + dx, members, metric, st, width * 0.8)
                 if med is not None:
@@ -500,15 +509,14 @@ def order_figure(runs, group_of, group_title, title, final):
             # The order is ordinal: a thin line joins a series' medians across orders.
             ax.plot(xs, meds, color=st["color"], ls=st["linestyle"], lw=1.0, alpha=0.8, zorder=2)
             for k, name in enumerate(others):
-                members = [r for r in runs if group_of(r) == g and r.get("attention.numerator") != "taylor"
-                           and variant_name(r) == name]
+                members = [r for r in runs if group_of(r) == g and not takes_order(r) and variant_name(r) == name]
                 draw_seeds(ax, len(orders) + k + dx, members, metric, st, width * 0.8)
         if others and orders:
             ax.axvline(len(orders) - 0.5, color="0.5", ls=":", lw=1)
         ax.set_xticks(range(len(ticks)))
         ax.set_xticklabels(ticks)
         ax.set_xlim(-0.6, len(ticks) - 0.4)
-        ax.set_xlabel("Taylor order" + (" (right: variants without an order)" if others else ""))
+        ax.set_xlabel(axis + (" (right: variants without an order)" if others else ""))
         accuracy_axes(ax, metric_name, metric, fitted=is_text(runs))
     handles, labels = seed_and_median_handles(runs, median_bar())
     if len(groups) > 1:
@@ -533,8 +541,8 @@ def layer_state(run):
 
 
 def uses_cache(run):
-    """exp and clamped kernels keep a key/value cache instead of a fixed state."""
-    return run.get("attention.numerator") == "exp" or bool(run.get("attention.clamp"))
+    """Numerators without a finite state (exp) and clamped kernels keep a key/value cache instead."""
+    return not variants.finite_state(run.get("attention.numerator")) or bool(run.get("attention.clamp"))
 
 
 # by_state tells the variants apart by marker alone (colour is the series): more shapes than style() has, so
@@ -545,35 +553,35 @@ STATE_MARKERS = MARKERS + ["p", "*", "d", "H"]
 def state_figure(runs, group_of, group_title, title):
     """Final test accuracy against the state of one attention layer (all heads), log scale.
 
-    Colour: the series (e.g. the head count); marker: the variant (taylor-2, exp ...)."""
+    Colour: the series (e.g. the head count); marker: the variant (taylor 2, exp ...)."""
     per_layer = all(r.heads() for r in runs)
     groups = list(OrderedDict.fromkeys(group_of(r) for r in runs))
-    taylor = sorted({r for r in runs if r.get("attention.numerator") == "taylor"}, key=lambda r:
-                    number(r.get("attention.order")) or 0)
-    variants = list(OrderedDict.fromkeys([variant_name(r) for r in taylor] + [variant_name(r) for r in runs]))
+    ordered = sorted({r for r in runs if takes_order(r)}, key=lambda r: number(r.get("attention.order")) or 0)
+    names = list(OrderedDict.fromkeys([variant_name(r) for r in ordered] + [variant_name(r) for r in runs]))
     fig, axes = new_figure(1, 2, 11, 4.2)
     for ax, (metric, metric_name) in zip(axes[0], final_metrics(runs)):
         for gi, g in enumerate(groups):
             colour = style(gi)["color"]
-            line = []
+            lines = OrderedDict()  # numerator that takes an order -> (state, median) of its orders
             for name, members in group_by([r for r in runs if group_of(r) == g], variant_name).items():
                 x = layer_state(members[0])
                 vals = [(r.final(metric), r.diverged) for r in members]
                 vals = [(v, d) for v, d in vals if v is not None]
                 if x is None or not vals:
                     continue
-                marker = STATE_MARKERS[variants.index(name) % len(STATE_MARKERS)]
+                marker = STATE_MARKERS[names.index(name) % len(STATE_MARKERS)]
                 for v, d in vals:
                     ax.plot(x, v, ls="none", marker="x" if d else marker, ms=5, color=colour, alpha=0.6,
                             mec="white" if not d else colour, mew=0.5, zorder=3)
                 med = float(np.median([v for v, _ in vals]))
                 ax.plot(x, med, ls="none", marker=marker, ms=11, mfc="none", mec=colour, mew=2, zorder=4)
-                if members[0].get("attention.numerator") == "taylor":
-                    line.append((x, med))
-            # Taylor orders of one series: more orders, more state; a thin line joins their medians.
-            line.sort()
-            ax.plot([p[0] for p in line], [p[1] for p in line], color=colour, ls=style(gi)["linestyle"], lw=1,
-                    alpha=0.8, zorder=2)
+                if takes_order(members[0]):
+                    lines.setdefault(members[0].get("attention.numerator"), []).append((x, med))
+            # The orders of one numerator in one series: more orders, more state; a thin line joins their medians.
+            for line in lines.values():
+                line.sort()
+                ax.plot([p[0] for p in line], [p[1] for p in line], color=colour, ls=style(gi)["linestyle"], lw=1,
+                        alpha=0.8, zorder=2)
         spaced_log_axis(ax.xaxis)
         ax.set_xlabel(("recurrent state per attention layer, all heads" if per_layer else
                        "recurrent state per attention head") + " (floats)" +
@@ -586,8 +594,8 @@ def state_figure(runs, group_of, group_title, title):
         handles += [Line2D([], [], color=style(i)["color"], ls=style(i)["linestyle"], lw=2) for i in range(len(groups))]
         labels += groups
     handles += [Line2D([], [], color="0.3", ls="none", marker=STATE_MARKERS[i % len(STATE_MARKERS)], ms=7,
-                       mfc="none", mew=1.5) for i in range(len(variants))]
-    labels += variants
+                       mfc="none", mew=1.5) for i in range(len(names))]
+    labels += names
     more, more_labels = seed_and_median_handles(
         runs, Line2D([], [], color="0.3", marker="o", ls="none", ms=11, mfc="none", mew=2))
     finish(fig, title)

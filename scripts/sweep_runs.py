@@ -10,6 +10,11 @@ from collections import OrderedDict
 
 from plot_style import InputError
 
+# The attnlab package beside this script (python/attnlab: the source tree and
+# share/attnlab of an install); its variants module is standard library only.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from attnlab import variants  # noqa: E402
+
 READABLE = {
     "attention.numerator": "numerator",
     "attention.order": "Taylor order",
@@ -34,8 +39,7 @@ READABLE = {
 
 
 def attnlab_package():
-    """python/attnlab beside this script (the source tree and share/attnlab of an install)."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    """python/attnlab beside this script (on sys.path above), with its pandas and yaml readers."""
     try:
         import attnlab.checkpoint
         import attnlab.files
@@ -183,10 +187,13 @@ def readable(key):
 
 
 def variant_name(run):
-    """exp, elu1, taylor-2 ...: the numerator, with its order for Taylor."""
-    num = run.get("attention.numerator")
-    order = run.get("attention.order")
-    return f"{num}-{order}" if num == "taylor" and order else (num or "?")
+    """exp, elu1, taylor 2, power 4 ...: the numerator with its order where it takes one, as attnlab's
+    outputs label it (attnlab.variants.numerator_label; a clamp is named by describe)."""
+    return variants.numerator_label(run.get("attention.numerator"), run.get("attention.order"))
+
+
+def takes_order(run):
+    return variants.takes_order(run.get("attention.numerator"))
 
 
 def heads_name(run):
@@ -218,7 +225,7 @@ def piece(run, key):
 
 
 def describe(run, keys):
-    """Name of a run's setting of `keys` ("taylor-2, softmax", "8 heads of 8")."""
+    """Name of a run's setting of `keys` ("taylor 2, softmax", "8 heads of 8")."""
     parts, named_variant = [], False
     for k in keys:
         if k in ("attention.numerator", "attention.order"):

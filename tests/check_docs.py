@@ -1,11 +1,11 @@
 #!/usr/bin/python3
 """Runs the examples of attnlab's documentation, so that they cannot rot.
 
-usage: check_docs.py --attnlab BUILD/app/attnlab [--install BUILD] [--python PY] [--crosscheck-dump PATH] FILE.md...
+usage: check_docs.py --attnlab BUILD/app/attnlab [--install BUILD] [--python PY] FILE.md...
 
-First it runs tests/tools/check_doc_facts.py: numbers stated in several docs
-agree (with the true count where one is computed), and every path a doc names
-exists.
+First it runs tests/tools/check_doc_facts.py: every list of the variants
+that a doc (or the fuzz dictionary) restates is the variant table's, and
+every path a doc names exists.
 
 In each Markdown file, fenced code blocks are examples to run, in order, in
 one fresh temporary folder per file (which holds links to the repository's
@@ -131,13 +131,9 @@ def main():
     p.add_argument("--install", metavar="BUILD", help="run as after `cmake --install BUILD --prefix ~/.local`")
     p.add_argument("--python", default=os.environ.get("ATTNLAB_PYTHON", "/usr/bin/python3"))
     p.add_argument("files", nargs="+")
-    p.add_argument("--crosscheck-dump", default=None,
-                   help="attnlab_crosscheck_dump: the facts check counts the cross-check's cases with it")
     a = p.parse_args()
     # First the facts stated in several docs and the paths they name (tests/tools/check_doc_facts.py).
     facts = [sys.executable, os.path.join(REPO, "tests", "tools", "check_doc_facts.py")]
-    if a.crosscheck_dump:
-        facts += ["--crosscheck-dump", a.crosscheck_dump]
     if subprocess.run(facts).returncode != 0:
         return 1
     total = 0

@@ -85,7 +85,7 @@ TEST_CASE("truncation: --set gives the kernel of the truncated exp, checked on a
          {std::exp(0.5), std::exp(-1.0), std::exp(2.0)}},
     }));
     INFO(c.set[0] << " " << (c.set.size() > 1 ? c.set[1] : ""));
-    const run_config evaluated = evaluated_config(trained, c.set, "config.yaml");
+    const run_config evaluated = evaluated_config(trained, c.set);
     CHECK(evaluated.model.d_model == trained.model.d_model);
     CHECK(evaluated.attention.denominator == denominator_kind::softmax);
     const auto kernel = make_score_kernel<double>(evaluated.attention);
@@ -102,26 +102,24 @@ TEST_CASE("truncation: --set gives the kernel of the truncated exp, checked on a
 TEST_CASE("truncation: eval refuses model keys and variants whose parameters differ, with the reason",
           "[analysis][truncation]") {
     const run_config trained = exp_config();
-    CHECK_THROWS_MATCHES(evaluated_config(trained, {"model.d_model=32"}, "config.yaml"), config_error,
+    CHECK_THROWS_MATCHES(evaluated_config(trained, {"model.d_model=32"}), config_error,
                          Catch::Matchers::Predicate<config_error>([](const config_error& e) {
                              const std::string m = e.what();
                              return m.find("--set: model.d_model: eval cannot change it") != std::string::npos &&
                                     m.find("would change the trained model") != std::string::npos;
                          }));
     // rmsnorm has a gain per head size: the checkpoint has no such tensor.
-    CHECK_THROWS_WITH(evaluated_config(trained, {"attention.denominator=rmsnorm"}, "config.yaml"),
+    CHECK_THROWS_WITH(evaluated_config(trained, {"attention.denominator=rmsnorm"}),
                       Contains("trained as exp/softmax; exp/rmsnorm has other parameters") && Contains("out_norm") &&
                           Contains("is in the evaluated model only"));
-    CHECK_THROWS_WITH(evaluated_config(trained, {"attention.denominator=layernorm"}, "config.yaml"),
-                      Contains("has other parameters"));
+    CHECK_THROWS_WITH(evaluated_config(trained, {"attention.denominator=layernorm"}), Contains("has other parameters"));
     // A denominator without parameters fits the checkpoint.
-    CHECK(evaluated_config(trained, {"attention.denominator=norm"}, "config.yaml").attention.denominator ==
-          denominator_kind::norm);
+    CHECK(evaluated_config(trained, {"attention.denominator=norm"}).attention.denominator == denominator_kind::norm);
     // Orders beyond training's range up to max_eval_order; the loader's own checks stand.
-    CHECK_THROWS_WITH(evaluated_config(trained, {"attention.numerator=taylor", "attention.order=161"}, "config.yaml"),
-                      Contains("attention.order: expected an integer from 1 to 160"));
-    CHECK_THROWS_AS(evaluated_config(trained, {"attention.numerator=taylor"}, "config.yaml"), config_error);
-    CHECK_THROWS_AS(evaluated_config(trained, {"attention.numerator=softmaxx"}, "config.yaml"), config_error);
+    CHECK_THROWS_WITH(evaluated_config(trained, {"attention.numerator=taylor", "attention.order=161"}),
+                      Contains("--set: attention.order: expected an integer in [1, 160], got 161"));
+    CHECK_THROWS_AS(evaluated_config(trained, {"attention.numerator=taylor"}), config_error);
+    CHECK_THROWS_AS(evaluated_config(trained, {"attention.numerator=softmaxx"}), config_error);
 }
 
 TEST_CASE("truncation: the order list of --truncate", "[analysis][truncation]") {

@@ -211,14 +211,14 @@ TEST_CASE("recurrent features: phi(q).phi(k) is the parallel weight", "[recurren
     for (auto layout : {state_layout::full, state_layout::symmetric}) {
         recurrent_attention<double> taylor3(numerator(numerator_kind::taylor, 3), 1, HS, layout);
         vec pq(taylor3.feature_size()), pk(taylor3.feature_size());
-        taylor3.features(pq.data(), q.data());
-        taylor3.features(pk.data(), k.data());
+        taylor3.features(pq.data(), q.data(), true);
+        taylor3.features(pk.data(), k.data(), false);
         CHECK(dot(pq, pk) == Approx(1 + s + s * s / 2 + s * s * s / 6).epsilon(1e-13));
 
         recurrent_attention<double> linear(numerator(numerator_kind::linear), 1, HS, layout);
         REQUIRE(linear.feature_size() == HS);
-        linear.features(pq.data(), q.data());
-        linear.features(pk.data(), k.data());
+        linear.features(pq.data(), q.data(), true);
+        linear.features(pk.data(), k.data(), false);
         pq.resize(HS);
         pk.resize(HS);
         CHECK(dot(pq, pk) == Approx(s).epsilon(1e-13));
@@ -310,10 +310,9 @@ TEST_CASE("state sizes: finite state F HS + F, key/value cache 2 T HS", "[recurr
         if (!traits_of(n).finite_state) continue;
         const attention_config a = numerator(n, takes_order(n) ? 3 : 0);
         INFO(describe(a, HS));
-        const taylor_terms terms = traits_of(n).terms(a.order);
         for (auto layout : {state_layout::full, state_layout::symmetric}) {
             std::size_t F = 0;
-            for (int m = terms.first; m <= terms.last; ++m) F += taylor_term_size(HS, m, layout);
+            for (const series_term& t : terms_of(a)) F += taylor_term_size(HS, t.power, layout);
             CHECK(feature_size(a, HS, layout) == (is_score_kernel(n) ? F : std::size_t(HS)));
         }
     }
@@ -354,4 +353,27 @@ TEST_CASE("recurrent = parallel across several row blocks of the fused kernel", 
     a.denominator = denominator_kind::norm;
     a.in_gate = true;
     check_long_sequence(a);
+}
+
+TEST_CASE("recurrent features: a term's coefficient scales the query's side only", "[recurrent]") {
+    const int d = 3, m = 2;
+    rng r(11);
+    const vec q = random_vector(d, r), k = random_vector(d, r);
+    for (double c : {1.0, -0.5, 2.0}) {
+        INFO("coefficient " << c);
+        vec pq(taylor_term_size(d, m, state_layout::symmetric)), pk(pq.size()),
+            fq(taylor_term_size(d, m, state_layout::full)), fk(fq.size());
+        taylor_term_symmetric(pq.data(), q.data(), d, m, c);
+        taylor_term_symmetric(pk.data(), k.data(), d, m);
+        taylor_term_full(fq.data(), q.data(), d, m, c);
+        taylor_term_full(fk.data(), k.data(), d, m);
+        const double s = dot(q, k) / std::sqrt(double(d));
+        CHECK(dot(pq, pk) == Approx(c * s * s / 2).epsilon(1e-13));
+        CHECK(dot(fq, fk) == Approx(c * s * s / 2).epsilon(1e-13));
+        // the backward carries the coefficient: d(phi(q) . R)/dq = c J^T R
+        vec d1(d, 0.0), dc(d, 0.0);
+        taylor_term_symmetric_backward(d1.data(), pk.data(), q.data(), d, m);
+        taylor_term_symmetric_backward(dc.data(), pk.data(), q.data(), d, m, c);
+        for (int i = 0; i < d; ++i) CHECK(dc[i] == Approx(c * d1[i]).epsilon(1e-13));
+    }
 }

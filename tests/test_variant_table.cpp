@@ -133,17 +133,24 @@ TEST_CASE("variant table: the finite state and its Taylor terms", "[variants][re
             // a feature map has no key/value cache form
             CHECK((row.family == numerator_family::score_kernel || row.finite_state));
             if (row.family != numerator_family::score_kernel || !row.finite_state) continue;
-            const taylor_terms terms = row.terms(order);
-            CHECK(terms.first >= 0);
-            CHECK(terms.last >= terms.first);
-            // The terms sum to the kernel's weight: sum_m s^m / m! = f(s).
+            const series_terms terms = row.terms(order);
+            REQUIRE_FALSE(terms.empty());
+            CHECK(terms.front().power >= 0);
+            for (std::size_t k = 1; k < terms.size(); ++k) CHECK(terms[k].power > terms[k - 1].power);
+            // The terms sum to the kernel's weight, sum_k c_k s^p_k / p_k! = f(s),
+            // and their derivative to its backward.
             const auto kernel = make_score_kernel<double>(a);
             for (double s : {-2.5, -0.3, 0.0, 0.8, 3.0}) {
-                double series = 0;
-                for (int m = terms.first; m <= terms.last; ++m) series += std::pow(s, m) / std::tgamma(m + 1.0);
-                double w = 0;
+                double series = 0, slope = 0;
+                for (const series_term& t : terms) {
+                    series += t.coefficient * std::pow(s, t.power) / std::tgamma(t.power + 1.0);
+                    if (t.power >= 1) slope += t.coefficient * std::pow(s, t.power - 1) / std::tgamma(t.power + 0.0);
+                }
+                double w = 0, ds = 0, dw = 1;
                 kernel->forward_row(&w, &s, 1);
+                kernel->backward_row(&ds, &dw, &s, &w, 1);
                 CHECK(w == Approx(series).epsilon(1e-12).margin(1e-300));
+                CHECK(ds == Approx(slope).epsilon(1e-12).margin(1e-300));
             }
         }
 }
@@ -204,4 +211,34 @@ TEST_CASE("variant table: each denominator's traits are what its class does", "[
             CHECK(detached->backward_row(du.data(), nullptr, dout.data(), u.data(), 1.5, 3, params.data(), HS) == 0);
         }
     }
+}
+
+TEST_CASE("variant table: a row's sign depends on the order's parity alone (as variants --json writes it)",
+          "[variants]") {
+    for (auto n : all_numerators) {
+        INFO(to_string(n));
+        const numerator_traits& row = traits_of(n);
+        for (int order = 1; order <= 200; ++order) CHECK(row.sign(order) == row.sign(2 - order % 2));
+    }
+}
+
+TEST_CASE("series kernel: any row's series, as the row's own kernel computes it", "[variants]") {
+    for (auto n : all_numerators)
+        for (int order : checked_orders(n)) {
+            const attention_config a = variant_config(n, denominator_kind::softmax, order);
+            if (!is_score_kernel(n) || !traits_of(n).finite_state) continue;
+            INFO(describe(a));
+            const auto own = make_score_kernel<double>(a);
+            const auto series = series_kernels.score_double(a);
+            const std::vector<double> s = {-2.5, -0.3, 0.0, 0.8, 3.0};
+            std::vector<double> w1(s.size()), w2(s.size()), ds1(s.size()), ds2(s.size()), dw = {1, -2, 0.5, 3, 1};
+            own->forward_row(w1.data(), s.data(), 5);
+            series->forward_row(w2.data(), s.data(), 5);
+            own->backward_row(ds1.data(), dw.data(), s.data(), w1.data(), 5);
+            series->backward_row(ds2.data(), dw.data(), s.data(), w2.data(), 5);
+            for (std::size_t j = 0; j < s.size(); ++j) {
+                CHECK(w2[j] == Approx(w1[j]).epsilon(1e-12).margin(1e-300));
+                CHECK(ds2[j] == Approx(ds1[j]).epsilon(1e-12).margin(1e-300));
+            }
+        }
 }

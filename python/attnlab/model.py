@@ -35,13 +35,9 @@ RMSNORM_EPS = 1e-6  # docs/model.md: every RMSNorm of the model
 ROPE_BASE = 10000.0
 NO_TARGET = -1
 
-SCORE_KERNELS = ("exp", "taylor", "linear", "power")
-FEATURE_KERNELS = ("elu1", "relu", "cosine")
-NUMERATORS = SCORE_KERNELS + FEATURE_KERNELS
-DENOMINATORS = ("softmax", "norm", "rmsnorm", "layernorm", "gate", "length", "none")
-# Denominators whose output does not change when u_t and z_t are scaled: exp
-# subtracts the row max of s before exponentiating with these (docs/attention.md).
-SCALE_INVARIANT = ("softmax", "norm", "rmsnorm", "layernorm")
+# The variants' names, families and signs: attnlab's variant table (variants.py).
+from .variants import (DENOMINATORS, FEATURE_KERNELS, NUMERATORS, SCALE_INVARIANT,  # noqa: E402,F401
+                       SCORE_KERNELS, sign)
 
 # ---------------------------------------------------------------- safetensors
 
@@ -147,8 +143,10 @@ def attention(q, k, v, att: dict, g_in=None, g_out=None, out_norm_w=None, out_no
         elif num == "power":  # the order-n term alone
             n = int(att["order"])
             w = s**n / math.factorial(n)
-        else:  # linear
+        elif num == "linear":
             w = s
+        else:
+            raise ValueError(f"no PyTorch maths for the score kernel {num!r} (add it here)")
     elif num in FEATURE_KERNELS:
         w = feature_map(num, q, eps) @ feature_map(num, k, eps).transpose(-1, -2)
     else:
@@ -160,8 +158,7 @@ def attention(q, k, v, att: dict, g_in=None, g_out=None, out_norm_w=None, out_no
     if den == "softmax":
         z = w.sum(-1)  # (B, H, T)
         # kernels whose weights are >= 0 but can all be 0 get eps, as fast-transformers does
-        non_negative = num in ("elu1", "relu") or (num == "power" and int(att["order"]) % 2 == 0)
-        added = eps if non_negative else 0.0
+        added = eps if sign(num, att.get("order")) == "non_negative" else 0.0
         if diag is not None:
             with torch.no_grad():
                 az = (z + added).abs()  # the divisor, as attnlab reports it

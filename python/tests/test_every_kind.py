@@ -11,6 +11,7 @@ import unittest
 import numpy as np
 
 import attnlab
+import attnlab.variants as variants
 import support
 from test_run import LOSS_TOL
 
@@ -26,14 +27,18 @@ TASKS = {
     "text": f"{{task.kind: [text], task.path: [\"{TEXT_FIXTURE}\"], task.seq_len: [24]",
 }
 POSITIONS = ["rope", "learned", "none"]
-NUMERATORS = [
-    "attention.numerator: [exp], attention.denominator: [softmax, gate]",
-    "attention.numerator: [taylor], attention.order: [2], attention.denominator: [norm]",
-    "attention.numerator: [power], attention.order: [2], attention.denominator: [rmsnorm]",
-    "attention.numerator: [linear], attention.denominator: [layernorm]",
-    "attention.numerator: [elu1, relu], attention.denominator: [softmax]",
-    "attention.numerator: [cosine], attention.denominator: [length]",
-]
+
+
+def numerator_grids() -> list[str]:
+    """Every numerator of attnlab's variant table (attnlab.variants), each with a denominator in turn so that
+    every denominator is there too, and exp also with gate; order 2 where the numerator takes one."""
+    nums, dens = variants.NUMERATORS, variants.DENOMINATORS
+    grids = []
+    for i in range(max(len(nums), len(dens))):
+        num, den = nums[i % len(nums)], dens[i % len(dens)]
+        order = ", attention.order: [2]" if variants.takes_order(num) else ""
+        grids.append(f"attention.numerator: [{num}]{order}, attention.denominator: [{den}]")
+    return grids + ["attention.numerator: [exp], attention.denominator: [gate]"]
 
 
 def attnlab_eval(run_dir: str) -> dict:
@@ -53,7 +58,7 @@ def spec_text() -> str:
              "sweep:"]
     for task in TASKS.values():
         lines.append(f"  - {task}, model.position: [{', '.join(POSITIONS)}]}}")
-    for num in NUMERATORS:
+    for num in numerator_grids():
         lines.append(f"  - {{{num}}}")
     return "\n".join(lines + ["seeds: [3]", ""])
 
@@ -78,7 +83,7 @@ class EveryKindTest(unittest.TestCase):
         for kind in TASKS:
             for position in POSITIONS:
                 self.assertIn((kind, position, "exp"), seen)
-        for numerator in ("taylor", "power", "linear", "elu1", "relu", "cosine"):
+        for numerator in variants.NUMERATORS:
             self.assertIn(("lookup", "rope", numerator), seen)
 
     def test_load_run_scores_as_attnlab_eval(self):

@@ -86,15 +86,14 @@ inline bool vanishing_score_weights(const attention_config& a) {
 inline bool weights_of_order_one(const attention_config& a) {
     const numerator_traits& row = traits_of(a.numerator);
     return row.sign(a.order) == weight_sign::positive ||
-           (row.family == numerator_family::score_kernel && row.finite_state && row.terms(a.order).first == 0);
+           (row.family == numerator_family::score_kernel && row.finite_state && !row.terms(a.order).empty() &&
+            row.terms(a.order).front().power == 0);
 }
 
+// The variant's label (variant_table.hpp) and the modifiers it leaves out.
 inline std::string describe(const attention_config& a) {
     std::ostringstream s;
-    s << to_string(a.numerator);
-    if (takes_order(a.numerator)) s << " order " << a.order;
-    s << " / " << to_string(a.denominator);
-    if (a.clamp) s << " clamp " << *a.clamp;
+    s << variant_label(a);
     if (a.in_gate) s << " in_gate";
     if (a.out_gate) s << " out_gate";
     if (a.detach_denominator) s << " detach";

@@ -1,36 +1,28 @@
 #!/usr/bin/env python3
-"""Facts the documentation states in more than one place, checked (the `docs` ctest).
+"""Facts the documentation and other files restate, checked (the `docs` ctest).
 
-1. Repeated numbers: each FACT below names the places that state one number
-   (a file and a pattern whose group 1 is the number) and, when it can be
-   computed, a command that prints the true value. Every place must match
-   once, and all must agree with each other and with the command.
+1. The variant list: attnlab's variant table (python/attnlab/variants.json,
+   `attnlab variants --json`, which python/tests/test_variants.py keeps
+   current) is restated by docs/spec-reference.md (the enum and condition
+   lists of the attention keys), docs/attention.md (one table row per
+   numerator and denominator) and fuzz/spec.dict (every name); each must
+   list exactly the table's variants.
 2. Paths: every path a doc names (a word with a folder and a file extension,
    such as docs/model.md or model/transformer.hpp) must exist, from the
    repository's root, lib/include/attnlab/, lib/src/ or the doc's folder;
    GENERATED lists the paths that only a run or a script creates.
 
-Usage: check_doc_facts.py [--crosscheck-dump PATH]  (without it, the true
-count of the cross-check's cases is not computed, only the docs compared)
+Usage: check_doc_facts.py
 Exits 1 naming the file and line of each disagreement.
 """
-import argparse
 import glob
+import json
 import os
 import re
-import subprocess
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-# name: ([(file, pattern)], how to compute it or None)
-FACTS = {
-    "cross-check cases": (
-        [("docs/testing.md", r"forward and backward of\s+(\d+)\s+variant"),
-         ("reference/README.md", r"\((\d+) cases, 2 dumps each\)"),
-         ("reference/README.md", r"### Cases \((\d+) with the current variant table\)")],
-        "crosscheck"),
-}
+VARIANTS = os.path.join(REPO, "python", "attnlab", "variants.json")
 
 # The docs checked for paths: the project's own pages.
 DOCS = ["README.md", "docs/*.md", "lib/README.md", "reference/README.md", "fuzz/README.md", "results/README.md"]
@@ -49,38 +41,68 @@ PATH = re.compile(r"(?<![\w./<>$-])((?:[\w.-]+/)+[\w.-]+\.(?:md|cpp|hpp|py|sh|ya
 ROOTS = ["", "lib/include/attnlab", "lib/src"]
 
 
-def crosscheck_count(dump):
-    py = os.environ.get("ATTNLAB_PYTHON", "/usr/bin/python3")
-    r = subprocess.run([py, os.path.join(REPO, "reference", "crosscheck.py"), "--dump", dump, "--count"],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if r.returncode != 0 or not r.stdout.strip().isdigit():
-        raise SystemExit(f"doc facts: FAILED: crosscheck.py --count: {r.stdout.strip()[-2000:]}")
-    return int(r.stdout.strip())
-
-
 def line_of(text, pos):
     return text.count("\n", 0, pos) + 1
 
 
-def check_facts(dump):
-    problems = []
-    for name, (places, compute) in FACTS.items():
-        seen = []  # (value, where)
-        for rel, pattern in places:
-            text = open(os.path.join(REPO, rel), encoding="utf-8").read()
-            found = list(re.finditer(pattern, text))
-            if len(found) != 1:
-                problems.append(f"{rel}: {name}: the pattern {pattern!r} matches {len(found)} times, not once "
-                                f"(reworded? update FACTS in {os.path.relpath(__file__, REPO)})")
-                continue
-            seen.append((int(found[0].group(1)), f"{rel}:{line_of(text, found[0].start())}"))
-        truth = None
-        if compute == "crosscheck" and dump:
-            truth = (crosscheck_count(dump), "reference/crosscheck.py --count")
-        values = {v for v, _ in seen} | ({truth[0]} if truth else set())
-        if len(values) > 1:
-            said = "; ".join(f"{where} says {v}" for v, where in seen + ([truth] if truth else []))
-            problems.append(f"{name} disagree: {said}")
+def variant_lists():
+    """name of a list -> the names it must hold, in the table's order, from variants.json."""
+    table = json.load(open(VARIANTS, encoding="utf-8"))
+    nums, dens = table["numerators"], table["denominators"]
+    return {
+        "numerators": [r["name"] for r in nums],
+        "score kernels": [r["name"] for r in nums if r["family"] == "score_kernel"],
+        "feature maps": [r["name"] for r in nums if r["family"] == "feature_map"],
+        "numerators that take an order": [r["name"] for r in nums if r["takes_order"]],
+        "denominators": [r["name"] for r in dens],
+        "detachable denominators": [r["name"] for r in dens if r["detachable"]],
+    }
+
+
+# Where a list is restated: (file, what the pattern's group 1 holds, pattern); the names are group 1's
+# `backticked` words, in order.
+SPEC_ROW = r"^\| `{key}` \|([^\n]*)$"
+RESTATED = [
+    ("docs/spec-reference.md", "numerators", r"^\| `numerator` \| enum ([^|]*)\|"),
+    ("docs/spec-reference.md", "numerators that take an order", r"^\| `order` \|[^|]*\| \*\*required\*\* for ([^|]*)\|"),
+    ("docs/spec-reference.md", "numerators that take an order", r"^\| `order` \|(?:[^|]*\|){3} `numerator` is ([^|]*)\|"),
+    ("docs/spec-reference.md", "score kernels", r"^\| `clamp` \|(?:[^|]*\|){3} `numerator` is ([^|(]*)"),
+    ("docs/spec-reference.md", "denominators", r"^\| `denominator` \| enum ([^|]*)\|"),
+    ("docs/spec-reference.md", "detachable denominators", r"^\| `detach_denominator` \|(?:[^|]*\|){3} `denominator: ([^`|]*)` \|"),
+    # docs/attention.md: the first word of each row of a section's table
+    ("docs/attention.md", "score kernels", r"### Numerators: score kernels\n(.*?)\n\n`clamp"),
+    ("docs/attention.md", "feature maps", r"### Numerators: feature maps\n(.*?)\n\n### "),
+    ("docs/attention.md", "denominators", r"### Denominators\n(.*?)\n\neps is"),
+]
+
+
+def names_in(text, table_rows):
+    """The names a restatement lists: a table's first backticked word of each body row (the header row
+    left out), or a list's `backticked` words, else its words between commas and "or"."""
+    if table_rows:
+        rows = [line for line in text.split("\n") if line.startswith("| `")][1:]
+        return [re.match(r"\| `([^`]*)`", line).group(1) for line in rows]
+    return re.findall(r"`([^`]*)`", text) or [w.strip() for w in re.split(r",| or ", text) if w.strip()]
+
+
+def check_variant_lists():
+    problems, lists = [], variant_lists()
+    for rel, which, pattern in RESTATED:
+        text = open(os.path.join(REPO, rel), encoding="utf-8").read()
+        found = list(re.finditer(pattern, text, re.M | re.S))
+        if len(found) != 1:
+            problems.append(f"{rel}: {which}: the pattern {pattern!r} matches {len(found)} times, not once "
+                            f"(reworded? update RESTATED in {os.path.relpath(__file__, REPO)})")
+            continue
+        got = names_in(found[0].group(1), table_rows=rel == "docs/attention.md")
+        if got != lists[which]:
+            problems.append(f"{rel}:{line_of(text, found[0].start())}: lists {which} {got}, the variant table "
+                            f"{lists[which]} ({os.path.relpath(VARIANTS, REPO)})")
+    fuzz = "fuzz/spec.dict"
+    words = set(re.findall(r'^"([^"]*)"$', open(os.path.join(REPO, fuzz), encoding="utf-8").read(), re.M))
+    for name in lists["numerators"] + lists["denominators"]:
+        if name not in words:
+            problems.append(f"{fuzz}: no line \"{name}\" (a variant of the table)")
     return problems
 
 
@@ -102,10 +124,10 @@ def check_paths():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--crosscheck-dump", default=None)
-    a = ap.parse_args()
-    problems = check_facts(a.crosscheck_dump)
+    if len(sys.argv) > 1:
+        print(__doc__)
+        return 2
+    problems = check_variant_lists()
     path_problems, docs = check_paths()
     problems += path_problems
     for p in problems:
@@ -113,7 +135,7 @@ def main():
     if problems:
         print(f"doc facts: FAILED: {len(problems)} problem(s)")
         return 1
-    print(f"doc facts: {len(FACTS)} repeated fact(s) agree, every path named in {docs} docs exists")
+    print(f"doc facts: every restated variant list is the variant table's, every path named in {docs} docs exists")
     return 0
 
 

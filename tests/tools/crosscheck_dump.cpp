@@ -2,16 +2,12 @@
 // training batch, written to files that reference/crosscheck.py recomputes in
 // PyTorch (float64) and compares, as llm.c checks its C code against PyTorch.
 //
-//   attnlab_crosscheck_dump CONFIG.yaml OUT_DIR float|double [--order N] [--clamp C]
+//   attnlab_crosscheck_dump CONFIG.yaml OUT_DIR float|double
 //   attnlab_crosscheck_dump --variants
 //
-// --variants prints the variant table (variant_table.hpp) as JSON, from
-// which crosscheck.py makes its cases, so a new row is cross-checked without
-// another list. Each numerator row says with `order_in_spec` and
-// `clamp_in_spec` whether the spec loader accepts `attention.order` and
-// `attention.clamp` for it yet; where it does not, crosscheck.py leaves the
-// key out of CONFIG.yaml and passes it as --order N or --clamp C, which set
-// it after loading.
+// --variants prints the variant table as JSON (variants_json(), what
+// `attnlab variants --json` prints), from which crosscheck.py makes its
+// cases, so a new row is cross-checked without another list.
 //
 // The model is built as a training run builds it (vocabulary and longest input
 // from the task), initialised with init_params(seed), then PERTURBED: every
@@ -240,79 +236,19 @@ int run(const run_config& cfg, const std::filesystem::path& dir) {
     return 0;
 }
 
-// Whether the spec loader accepts these attention keys ("order: 2") with this numerator.
-bool spec_accepts(const char* numerator, const std::string& keys) {
-    const std::string yaml = std::string(
-                                 "task: {kind: lookup, vocab: 16, seq_len: 8, pairs: 2}\n"
-                                 "model: {layers: 1, d_model: 8, heads: 2}\n"
-                                 "attention: {numerator: ") +
-                             numerator + ", " + keys +
-                             ", denominator: none}\n"
-                             "train: {steps: 1, lr: 0.001, warmup: 0}\n";
-    try {
-        run_config_from_yaml(yaml, "probe");
-        return true;
-    } catch (const std::exception&) {
-        return false;
-    }
-}
-
-const char* json_bool(bool b) { return b ? "true" : "false"; }
-
-// The variant table as JSON: {"numerators": [...], "denominators": [...]}.
-void print_variants() {
-    std::printf("{\n  \"numerators\": [\n");
-    for (int i = 0; i < numerator_count; ++i) {
-        const numerator_traits& r = numerator_rows()[i];
-        const bool order = spec_accepts(r.name, "order: 2");  // taylor needs it with a clamp
-        const bool clamp = spec_accepts(r.name, order ? "order: 2, clamp: 2" : "clamp: 2");
-        std::printf(
-            "    {\"name\": \"%s\", \"family\": \"%s\", \"takes_order\": %s, \"order_in_spec\": %s, "
-            "\"clamp_in_spec\": %s, \"finite_state\": %s}%s\n",
-            r.name, r.family == numerator_family::score_kernel ? "score_kernel" : "feature_map",
-            json_bool(r.takes_order), json_bool(order), json_bool(clamp), json_bool(r.finite_state),
-            i + 1 < numerator_count ? "," : "");
-    }
-    std::printf("  ],\n  \"denominators\": [\n");
-    for (int i = 0; i < denominator_count; ++i) {
-        const denominator_traits& r = denominator_rows()[i];
-        std::printf(
-            "    {\"name\": \"%s\", \"uses_weight_sum\": %s, \"has_output_gate\": %s, \"detachable\": %s, "
-            "\"out_norm_params\": %d}%s\n",
-            r.name, json_bool(r.uses_weight_sum), json_bool(r.has_output_gate), json_bool(r.detachable),
-            r.out_norm_params, i + 1 < denominator_count ? "," : "");
-    }
-    std::printf("  ]\n}\n");
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
     if (argc == 2 && std::string(argv[1]) == "--variants") {
-        print_variants();
+        std::fputs(variants_json().c_str(), stdout);
         return 0;
     }
-    bool usage_ok = argc >= 4 && argc % 2 == 0;
-    for (int i = 4; usage_ok && i < argc; i += 2)
-        usage_ok = std::string(argv[i]) == "--order" || std::string(argv[i]) == "--clamp";
-    if (!usage_ok) {
-        std::fprintf(stderr,
-                     "usage: %s CONFIG.yaml OUT_DIR float|double [--order N] [--clamp C]\n       %s --variants\n",
-                     argv[0], argv[0]);
+    if (argc != 4) {
+        std::fprintf(stderr, "usage: %s CONFIG.yaml OUT_DIR float|double\n       %s --variants\n", argv[0], argv[0]);
         return 2;
     }
     try {
-        run_config cfg = run_config_from_yaml_file(argv[1]);
-        const numerator_traits& row = traits_of(cfg.attention.numerator);
-        for (int i = 4; i < argc; i += 2) {
-            const std::string flag = argv[i];
-            if (flag == "--order" && !row.takes_order)
-                throw std::invalid_argument("--order: " + std::string(row.name) + " takes no order");
-            if (flag == "--clamp" && row.family != numerator_family::score_kernel)
-                throw std::invalid_argument("--clamp: " + std::string(row.name) + " is not a score kernel");
-            if (flag == "--order") cfg.attention.order = std::stoi(argv[i + 1]);
-            if (flag == "--clamp") cfg.attention.clamp = std::stod(argv[i + 1]);
-        }
+        const run_config cfg = run_config_from_yaml_file(argv[1]);
         const std::filesystem::path dir(argv[2]);
         std::filesystem::create_directories(dir);
         const std::string precision = argv[3];

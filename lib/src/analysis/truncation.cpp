@@ -11,31 +11,12 @@
 #include "attnlab/io/csv.hpp"
 #include "attnlab/model/params.hpp"
 #include "attnlab/run/run_dir.hpp"
-#include "attnlab/spec/did_you_mean.hpp"
-#include "attnlab/spec/spec.hpp"
+#include "attnlab/spec/overrides.hpp"
 #include "attnlab/tasks/task.hpp"
 #include "attnlab/util/error.hpp"
 #include "attnlab/util/subnormals.hpp"
 
 namespace attnlab {
-
-const std::vector<std::string>& eval_test_keys() {
-    static const std::vector<std::string> keys = {"task.test_examples", "task.test_min_len", "task.test_max_len"};
-    return keys;
-}
-
-const std::vector<std::string>& eval_variant_keys() {
-    static const std::vector<std::string> keys = {"attention.numerator", "attention.order", "attention.denominator"};
-    return keys;
-}
-
-std::string variant_label(const attention_config& a) {
-    // Appended piece by piece: GCC 12 warns (-Wrestrict) about " " + std::string temporaries.
-    std::string s = to_string(a.numerator);
-    if (traits_of(a.numerator).takes_order) s.append(" ").append(std::to_string(a.order));
-    if (a.clamp) s.append(" clamp ").append(format_number(*a.clamp));
-    return s.append("/").append(to_string(a.denominator));
-}
 
 namespace {
 
@@ -48,13 +29,6 @@ std::string shape_text(const std::vector<int>& shape) {
 param_layout layout_of(const run_config& c) {
     model_offsets offsets;
     return build_param_layout(c.model, c.attention, model_vocab_size(c.task), max_seq_len(c.task), offsets);
-}
-
-std::string joined(const std::vector<std::string>& names) {
-    std::string s;
-    for (std::size_t i = 0; i < names.size(); ++i)
-        s += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
-    return s;
 }
 
 // The whole text as an integer, or nothing.
@@ -84,43 +58,8 @@ std::string parameter_difference(const run_config& trained, const run_config& ev
     return "";
 }
 
-run_config evaluated_config(const run_config& trained, const std::vector<std::string>& overrides,
-                            const std::string& label) {
-    if (overrides.empty()) return trained;
-    std::vector<std::string> allowed = eval_test_keys();
-    allowed.insert(allowed.end(), eval_variant_keys().begin(), eval_variant_keys().end());
-    std::vector<std::string> checked;  // as the spec loader sees them
-    std::optional<int> high_order;     // an order above training's range, set after the loader's checks
-    for (const std::string& o : overrides) {
-        const std::size_t eq = o.find('=');
-        const std::string key = o.substr(0, eq);
-        if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
-            throw config_error("--set: " + key + ": eval cannot change it" + did_you_mean(key, allowed) +
-                               " (eval changes only " + joined(eval_test_keys()) + ", and " +
-                               joined(eval_variant_keys()) +
-                               " when the parameters stay the same; other keys would change the trained model)");
-        if (key == "attention.order" && eq != std::string::npos) {
-            const auto n = whole_int(o.substr(eq + 1));
-            if (n && *n > max_train_order) {
-                if (*n > max_eval_order)
-                    throw config_error("--set: attention.order: expected an integer from 1 to " +
-                                       std::to_string(max_eval_order) + " in an evaluation, got " + std::to_string(*n));
-                high_order = *n;
-                checked.push_back("attention.order=" + std::to_string(max_train_order));
-                continue;
-            }
-        }
-        checked.push_back(o);
-    }
-    std::string yaml = "name: eval\nbase:\n";
-    const std::string config = run_config_to_yaml(trained);
-    for (std::size_t at = 0; at < config.size();) {
-        const std::size_t end = std::min(config.find('\n', at), config.size());
-        yaml += "  " + config.substr(at, end - at) + "\n";
-        at = end + 1;
-    }
-    run_config c = parse_spec(yaml, label, checked).base;
-    if (high_order) c.attention.order = *high_order;
+run_config evaluated_config(const run_config& trained, const std::vector<std::string>& overrides) {
+    const run_config c = apply_overrides(trained, overrides, evaluation_limits());
     const std::string why = parameter_difference(trained, c);
     if (!why.empty())
         throw config_error("--set: the run was trained as " + variant_label(trained.attention) + "; " +
@@ -132,8 +71,9 @@ run_config evaluated_config(const run_config& trained, const std::vector<std::st
 std::vector<int> parse_order_list(const std::string& text, const std::string& option) {
     std::vector<int> out;
     auto bad = [&](const std::string& part, const std::string& why) {
-        return config_error(option + ": '" + part + "' " + why + " (expected orders from 1 to " +
-                            std::to_string(max_eval_order) + " as N, A..B or a list of them, e.g. 1..16,24,32)");
+        return config_error(option + ": '" + part + "' " + why + " (expected orders from " +
+                            std::to_string(lowest_order) + " to " + std::to_string(evaluation_limits().max_order) +
+                            " as N, A..B or a list of them, e.g. 1..16,24,32)");
     };
     for (std::size_t at = 0; at <= text.size();) {
         const std::size_t end = std::min(text.find(',', at), text.size());
@@ -142,7 +82,7 @@ std::vector<int> parse_order_list(const std::string& text, const std::string& op
         const auto lo = whole_int(part.substr(0, dots));
         const auto hi = dots == std::string::npos ? lo : whole_int(part.substr(dots + 2));
         if (!lo || !hi) throw bad(part, "is not an order or a range");
-        if (*lo < 1 || *hi > max_eval_order) throw bad(part, "is out of range");
+        if (*lo < lowest_order || *hi > evaluation_limits().max_order) throw bad(part, "is out of range");
         if (*hi < *lo) throw bad(part, "is an empty range");
         for (int n = *lo; n <= *hi; ++n) {
             if (!out.empty() && n <= out.back()) throw bad(part, "repeats or goes back (orders must increase)");
@@ -171,9 +111,9 @@ std::vector<truncation_row> truncation_sweep(const std::string& run_dir, const r
     };
     score(test);
     for (int n : orders) {
-        run_config c = test;
-        c.attention.numerator = numerator;
-        c.attention.order = n;
+        const run_config c = apply_overrides(
+            test, {std::string("attention.numerator=") + to_string(numerator), "attention.order=" + std::to_string(n)},
+            evaluation_limits());
         const std::string why = parameter_difference(trained, c);
         if (!why.empty())
             throw config_error("--truncate: " + variant_label(c.attention) +

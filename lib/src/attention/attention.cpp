@@ -135,7 +135,8 @@ attention_layer<T>::attention_layer(const attention_config& cfg, int NH, int HS)
       kernel_(make_score_kernel<T>(cfg)),
       features_(make_feature_map<T>(cfg)),
       denom_(make_denominator<T>(cfg)),
-      F_(chunked_feature_size(cfg, HS)) {
+      F_(chunked_feature_size(cfg, HS)),
+      terms_(F_ > 0 && kernel_ ? terms_of(cfg) : series_terms{}) {
     if (cfg.form == parallel_form::chunked && !has_chunked_form(cfg))
         throw std::invalid_argument("attention: " + chunked_form_refusal(cfg));
     if (cfg.chunk < 1) throw std::invalid_argument("attention: chunk must be >= 1");

@@ -54,7 +54,7 @@ parallel_form choose_form(const attention_config& cfg, int T, int HS) {
 }
 
 template <class T>
-void attention_layer<T>::state_features(T* p, const T* x, const T* fx, int t0, int t1) const {
+void attention_layer<T>::state_features(T* p, const T* x, const T* fx, int t0, int t1, bool query) const {
     const int HS = HS_, C = NH_ * HS;
     const Eigen::Index F = static_cast<Eigen::Index>(F_);
     matrix_map<T> P(p, t1 - t0, F);  // (rows, F)
@@ -62,18 +62,19 @@ void attention_layer<T>::state_features(T* p, const T* x, const T* fx, int t0, i
         P = const_matrix_map<T>(fx + static_cast<long>(t0) * HS, t1 - t0, HS);
         return;
     }
-    const taylor_terms terms = traits_of(cfg_.numerator).terms(cfg_.order);
     for (int t = t0; t < t1; ++t) {
         T* row = &P(t - t0, 0);
-        for (int m = terms.first; m <= terms.last; ++m) {
-            taylor_term_symmetric(row, x + static_cast<long>(t) * C, HS, m);
-            row += taylor_term_size(HS, m, state_layout::symmetric);
+        for (const series_term& term : terms_) {
+            const T scale = query ? static_cast<T>(term.coefficient) : T(1);
+            taylor_term_symmetric(row, x + static_cast<long>(t) * C, HS, term.power, scale);
+            row += taylor_term_size(HS, term.power, state_layout::symmetric);
         }
     }
 }
 
 template <class T>
-void attention_layer<T>::state_features_backward(T* dx, T* dfx, const T* dp, const T* x, int t0, int t1) const {
+void attention_layer<T>::state_features_backward(T* dx, T* dfx, const T* dp, const T* x, int t0, int t1,
+                                                 bool query) const {
     const int HS = HS_, C = NH_ * HS;
     const Eigen::Index F = static_cast<Eigen::Index>(F_);
     const_matrix_map<T> dP(dp, t1 - t0, F);  // (rows, F)
@@ -81,12 +82,13 @@ void attention_layer<T>::state_features_backward(T* dx, T* dfx, const T* dp, con
         matrix_map<T>(dfx + static_cast<long>(t0) * HS, t1 - t0, HS) += dP;
         return;
     }
-    const taylor_terms terms = traits_of(cfg_.numerator).terms(cfg_.order);
     for (int t = t0; t < t1; ++t) {
         const T* row = dp + static_cast<long>(t - t0) * F;
-        for (int m = terms.first; m <= terms.last; ++m) {
-            taylor_term_symmetric_backward(dx + static_cast<long>(t) * C, row, x + static_cast<long>(t) * C, HS, m);
-            row += taylor_term_size(HS, m, state_layout::symmetric);
+        for (const series_term& term : terms_) {
+            const T scale = query ? static_cast<T>(term.coefficient) : T(1);
+            taylor_term_symmetric_backward(dx + static_cast<long>(t) * C, row, x + static_cast<long>(t) * C, HS,
+                                           term.power, scale);
+            row += taylor_term_size(HS, term.power, state_layout::symmetric);
         }
     }
 }
@@ -108,13 +110,13 @@ void attention_layer<T>::numerator_chunked(T* u, T* z, attention_scratch<T>& scr
         block_numerator(u, z, scratch, scratch_block(scratch), q, fq, Tn, c0, c1, c0);
         if (c0 > 0) {                                      // the chunks before: through the state
             matrix_map<T> Pq(scratch.Pq.data(), rows, F);  // (rows, F)
-            state_features(Pq.data(), q, fq, c0, c1);
+            state_features(Pq.data(), q, fq, c0, c1, true);
             U.middleRows(c0, rows).noalias() += Pq * S;
             if (needs_weight_sum_) vector_map(z + c0, rows).noalias() += Pq * zs;
         }
         if (c1 < Tn) {                                     // this chunk's keys, for the chunks after
             matrix_map<T> Pk(scratch.Pk.data(), rows, F);  // (rows, F)
-            state_features(Pk.data(), k, fk, c0, c1);
+            state_features(Pk.data(), k, fk, c0, c1, false);
             S.noalias() += Pk.transpose() * Vg.middleRows(c0, rows);
             zs += Pk.colwise().sum().transpose();
         }
@@ -143,11 +145,11 @@ void attention_layer<T>::numerator_backward_chunked(T* dq, T* dk, attention_scra
             matrix_map<T> dP(scratch.dP.data(), rows, F);  // (rows, F)
             dP.noalias() = dU.middleRows(c0, rows) * S.transpose();
             if (need_z) dP.noalias() += dz.segment(c0, rows) * zs.transpose();
-            state_features_backward(dq, scratch.dFq.data(), dP.data(), q, c0, c1);
+            state_features_backward(dq, scratch.dFq.data(), dP.data(), q, c0, c1, true);
         }
         if (c1 < Tn) {
             matrix_map<T> Pk(scratch.Pk.data(), rows, F);
-            state_features(Pk.data(), k, fk, c0, c1);
+            state_features(Pk.data(), k, fk, c0, c1, false);
             S.noalias() += Pk.transpose() * Vg.middleRows(c0, rows);
             zs += Pk.colwise().sum().transpose();
         }
@@ -162,15 +164,15 @@ void attention_layer<T>::numerator_backward_chunked(T* dq, T* dk, attention_scra
         block_numerator_backward(dq, dk, scratch, scratch_block(scratch), q, k, fq, fk, Tn, c0, c1, c0);
         if (c1 < Tn) {
             matrix_map<T> Pk(scratch.Pk.data(), rows, F), dP(scratch.dP.data(), rows, F);  // (rows, F)
-            state_features(Pk.data(), k, fk, c0, c1);
+            state_features(Pk.data(), k, fk, c0, c1, false);
             dP.noalias() = Vg.middleRows(c0, rows) * dS.transpose();
             if (need_z) dP.rowwise() += dzs.transpose();
             dVg.middleRows(c0, rows).noalias() += Pk * dS;
-            state_features_backward(dk, scratch.dFk.data(), dP.data(), k, c0, c1);
+            state_features_backward(dk, scratch.dFk.data(), dP.data(), k, c0, c1, false);
         }
         if (c0 > 0) {
             matrix_map<T> Pq(scratch.Pq.data(), rows, F);
-            state_features(Pq.data(), q, fq, c0, c1);
+            state_features(Pq.data(), q, fq, c0, c1, true);
             dS.noalias() += Pq.transpose() * dU.middleRows(c0, rows);
             if (need_z) dzs.noalias() += Pq.transpose() * dz.segment(c0, rows);
         }
@@ -178,8 +180,8 @@ void attention_layer<T>::numerator_backward_chunked(T* dq, T* dk, attention_scra
 }
 
 #define ATTNLAB_INSTANTIATE_CHUNKED(T)                                                                               \
-    template void attention_layer<T>::state_features(T*, const T*, const T*, int, int) const;                        \
-    template void attention_layer<T>::state_features_backward(T*, T*, const T*, const T*, int, int) const;           \
+    template void attention_layer<T>::state_features(T*, const T*, const T*, int, int, bool) const;                  \
+    template void attention_layer<T>::state_features_backward(T*, T*, const T*, const T*, int, int, bool) const;     \
     template void attention_layer<T>::numerator_chunked(T*, T*, attention_scratch<T>&, const T*, const T*, const T*, \
                                                         const T*, int) const;                                        \
     template void attention_layer<T>::numerator_backward_chunked(T*, T*, attention_scratch<T>&, const T*, const T*,  \

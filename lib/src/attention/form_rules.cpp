@@ -23,8 +23,8 @@ std::string chunked_form_refusal(const attention_config& cfg) {
         return "chunked form needs a finite state, and " + name + " has none (use quadratic or auto)";
     if (!has_finite_state(cfg))
         return "chunked form needs a finite state, and a clamped " + name + " has none (a clamp needs every score)";
-    if (row.family == numerator_family::score_kernel && row.terms(cfg.order).last > max_chunked_order)
-        return "chunked form takes Taylor orders up to " + std::to_string(max_chunked_order) + ", got " + name +
+    if (row.family == numerator_family::score_kernel && highest_power(terms_of(cfg)) > max_chunked_power)
+        return "chunked form takes Taylor orders up to " + std::to_string(max_chunked_power) + ", got " + name +
                " order " + std::to_string(cfg.order);
     return "";
 }

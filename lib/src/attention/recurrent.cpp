@@ -64,16 +64,16 @@ T symmetric_terms_backward(T* dx, const T*& dphi, const T* x, T c, int d, int m,
     return dvalue;
 }
 
-// The Taylor terms m = first..last of a score kernel's state (its table row).
-// A score kernel with a finite state and no terms is a table error, not an
-// empty state.
-taylor_terms state_terms(const attention_config& cfg) {
-    const numerator_traits& row = traits_of(cfg.numerator);
-    if (row.takes_order && cfg.order < 0)
-        throw std::invalid_argument(std::string(row.name) + " needs order >= 0, got " + std::to_string(cfg.order));
-    const taylor_terms terms = row.terms(cfg.order);
-    if (terms.first < 0 || terms.last < terms.first)
-        throw std::logic_error(std::string("variant table: ") + row.name + " has a finite state but no Taylor terms");
+// The series of a score kernel's state (its table row): powers >= 0 in
+// increasing order. A score kernel with a finite state and no terms is a
+// table error, not an empty state.
+series_terms state_terms(const attention_config& cfg) {
+    series_terms terms = terms_of(cfg);
+    bool increasing = !terms.empty() && terms.front().power >= 0;
+    for (std::size_t k = 1; k < terms.size(); ++k) increasing = increasing && terms[k].power > terms[k - 1].power;
+    if (!increasing)
+        throw std::invalid_argument(std::string(to_string(cfg.numerator)) + " at order " + std::to_string(cfg.order) +
+                                    " has no series of increasing powers >= 0 for a recurrent state");
     return terms;
 }
 
@@ -92,11 +92,11 @@ std::size_t taylor_term_size(int d, int m, state_layout layout) {
 }
 
 template <class T>
-void taylor_term_full(T* phi, const T* x, int d, int m) {
+void taylor_term_full(T* phi, const T* x, int d, int m, T scale) {
     const T inv_root4_d = std::pow(T(d), T(-0.25));
-    // Grow phi in place from phi_0 = 1: phi_l[i d + a] = phi_(l-1)[i] y_a / sqrt(l),
+    // Grow phi in place from phi_0 = scale: phi_l[i d + a] = phi_(l-1)[i] y_a / sqrt(l),
     // running i downwards so that phi_(l-1)[i] is read before it is overwritten.
-    phi[0] = T(1);
+    phi[0] = scale;
     std::size_t len = 1;
     for (int l = 1; l <= m; ++l) {
         const T c = T(1) / std::sqrt(T(l));
@@ -109,22 +109,21 @@ void taylor_term_full(T* phi, const T* x, int d, int m) {
 }
 
 template <class T>
-void taylor_term_symmetric(T* phi, const T* x, int d, int m) {
+void taylor_term_symmetric(T* phi, const T* x, int d, int m, T scale) {
     // Start before index 0 with run 0, so the first index always gets r = 1.
-    symmetric_terms(phi, x, std::pow(T(d), T(-0.25)), d, m, 0, 0, T(1));
+    symmetric_terms(phi, x, std::pow(T(d), T(-0.25)), d, m, 0, 0, scale);
 }
 
 template <class T>
-void taylor_term_symmetric_backward(T* dx, const T* dphi, const T* x, int d, int m) {
-    symmetric_terms_backward(dx, dphi, x, std::pow(T(d), T(-0.25)), d, m, 0, 0, T(1));
+void taylor_term_symmetric_backward(T* dx, const T* dphi, const T* x, int d, int m, T scale) {
+    symmetric_terms_backward(dx, dphi, x, std::pow(T(d), T(-0.25)), d, m, 0, 0, scale);
 }
 
 std::size_t feature_size(const attention_config& cfg, int HS, state_layout layout) {
     if (!has_finite_state(cfg)) return 0;
     if (!is_score_kernel(cfg.numerator)) return static_cast<std::size_t>(HS);
-    const taylor_terms terms = state_terms(cfg);
     std::size_t F = 0;
-    for (int m = terms.first; m <= terms.last; ++m) F = checked_add(F, taylor_term_size(HS, m, layout));
+    for (const series_term& t : state_terms(cfg)) F = checked_add(F, taylor_term_size(HS, t.power, layout));
     return F;
 }
 
@@ -193,11 +192,10 @@ std::string state_floats_text(const attention_config& cfg, int HS, state_layout 
         n = big_of(static_cast<std::uint64_t>(HS) + 1);  // F = HS
         n.times(static_cast<std::uint64_t>(HS));
     } else {
-        const taylor_terms terms = state_terms(cfg);
         big_count F = big_of(0);
-        for (int m = terms.first; m <= terms.last; ++m) {
+        for (const series_term& t : state_terms(cfg)) {
             big_count term;  // d^m, or C(d+m-1, m) whose partial products are C(d-1+i, i)
-            for (int i = 1; i <= m; ++i) {
+            for (int i = 1; i <= t.power; ++i) {
                 if (layout == state_layout::full) {
                     term.times(static_cast<std::uint64_t>(HS));
                 } else {
@@ -233,29 +231,29 @@ recurrent_attention<T>::recurrent_attention(const attention_config& cfg, int NH,
       out_gate_(uses_out_gate(cfg)),
       kernel_(has_finite_state(cfg) ? nullptr : make_score_kernel<T>(cfg)),
       map_(make_feature_map<T>(cfg)),
-      denom_(make_denominator<T>(cfg)) {
-    if (traits_of(cfg.numerator).takes_order && cfg.order < 0)  // also with a clamp (no state terms)
-        throw std::invalid_argument(std::string(to_string(cfg.numerator)) + " needs order >= 0, got " +
-                                    std::to_string(cfg.order));
+      denom_(make_denominator<T>(cfg)),
+      terms_(finite_state() && !map_ ? state_terms(cfg) : series_terms{}) {
     if (!has_finite_state(cfg) && !kernel_)  // only a score kernel can step through a key/value cache
         throw std::logic_error(std::string("variant table: ") + to_string(cfg.numerator) +
                                " has no finite state but is not a score kernel");
 }
 
+// The query's features carry each term's coefficient, the key's do not, so
+// that phi(q) . phi(k) = sum_k c_k s^p_k / p_k! for coefficients of any sign.
 template <class T>
-void recurrent_attention<T>::features(T* phi, const T* x) const {
+void recurrent_attention<T>::features(T* phi, const T* x, bool query) const {
     if (!finite_state()) throw std::logic_error("features: this variant keeps a key/value cache");
     if (map_) {
         map_->forward(phi, x, HS_);
         return;
     }
-    const taylor_terms terms = state_terms(cfg_);
-    for (int m = terms.first; m <= terms.last; ++m) {
+    for (const series_term& t : terms_) {
+        const T scale = query ? static_cast<T>(t.coefficient) : T(1);
         if (layout_ == state_layout::full)
-            taylor_term_full(phi, x, HS_, m);
+            taylor_term_full(phi, x, HS_, t.power, scale);
         else
-            taylor_term_symmetric(phi, x, HS_, m);
-        phi += taylor_term_size(HS_, m, layout_);
+            taylor_term_symmetric(phi, x, HS_, t.power, scale);
+        phi += taylor_term_size(HS_, t.power, layout_);
     }
 }
 
@@ -299,8 +297,8 @@ void recurrent_attention<T>::step_finite(head_state& st, T* o, const T* q, const
     Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>> pq(st.phi_q.data(), F), pk(st.phi_k.data(), F);
     Eigen::Map<const row_vector<T>> vt(v, HS);     // (HS)
     Eigen::Map<row_vector<T>> u(st.u.data(), HS);  // (HS)
-    features(pk.data(), k);
-    features(pq.data(), q);
+    features(pk.data(), k, false);
+    features(pq.data(), q, true);
     S.noalias() += pk * (g_in * vt);  // rank-1 update, (F, 1) x (1, HS)
     z += pk;
     u.noalias() = pq.transpose() * S;  // (1, F) x (F, HS)
@@ -356,10 +354,10 @@ void recurrent_attention<T>::forward(T* out, const attention_inputs<T>& in, int 
     }
 }
 
-#define ATTNLAB_INSTANTIATE_RECURRENT(T)                                               \
-    template void taylor_term_full<T>(T*, const T*, int, int);                         \
-    template void taylor_term_symmetric<T>(T*, const T*, int, int);                    \
-    template void taylor_term_symmetric_backward<T>(T*, const T*, const T*, int, int); \
+#define ATTNLAB_INSTANTIATE_RECURRENT(T)                                                  \
+    template void taylor_term_full<T>(T*, const T*, int, int, T);                         \
+    template void taylor_term_symmetric<T>(T*, const T*, int, int, T);                    \
+    template void taylor_term_symmetric_backward<T>(T*, const T*, const T*, int, int, T); \
     template class recurrent_attention<T>;
 
 ATTNLAB_INSTANTIATE_RECURRENT(float)

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 namespace attnlab {
 
@@ -63,6 +64,19 @@ private:
     bool subtract_row_max_, max_is_constant_;
 };
 
+// ds (n) = dw f'(s) for a polynomial kernel, f' written chunk by chunk into
+// a stack buffer by derivative(p, s, len) (ds may alias dw).
+template <class T, class Derivative>
+void times_derivative(T* ds, const T* dw, const T* s, int n, Derivative derivative) {
+    constexpr int chunk = 256;
+    T p[chunk];
+    for (int j0 = 0; j0 < n; j0 += chunk) {
+        const int len = std::min(chunk, n - j0);
+        derivative(p, s + j0, len);
+        for (int j = 0; j < len; ++j) ds[j0 + j] = dw[j0 + j] * p[j];
+    }
+}
+
 // w (n) = sum_{m=0..order} s^m / m! by Horner's rule, 1 + s(1 + s/2(1 + ... (1 + s/order))),
 // one pass over the row per order (the inner loop vectorises).
 template <class T>
@@ -81,14 +95,7 @@ public:
     explicit taylor_kernel(int order) : order_(order) {}
     void forward_row(T* w, const T* s, int n) const override { taylor_exp_row(w, s, n, order_); }
     void backward_row(T* ds, const T* dw, const T* s, const T*, int n) const override {
-        // ds may alias dw: the derivative of a chunk goes to a stack buffer first.
-        constexpr int chunk = 256;
-        T p[chunk];
-        for (int j0 = 0; j0 < n; j0 += chunk) {
-            const int len = std::min(chunk, n - j0);
-            taylor_exp_row(p, s + j0, len, order_ - 1);
-            for (int j = 0; j < len; ++j) ds[j0 + j] = dw[j0 + j] * p[j];
-        }
+        times_derivative(ds, dw, s, n, [&](T* p, const T* sj, int len) { taylor_exp_row(p, sj, len, order_ - 1); });
     }
 
 private:
@@ -115,18 +122,51 @@ public:
     explicit power_kernel(int order) : order_(order) {}
     void forward_row(T* w, const T* s, int n) const override { power_term_row(w, s, n, order_); }
     void backward_row(T* ds, const T* dw, const T* s, const T*, int n) const override {
-        // ds may alias dw: the derivative of a chunk goes to a stack buffer first.
-        constexpr int chunk = 256;
-        T p[chunk];
-        for (int j0 = 0; j0 < n; j0 += chunk) {
-            const int len = std::min(chunk, n - j0);
-            power_term_row(p, s + j0, len, order_ - 1);
-            for (int j = 0; j < len; ++j) ds[j0 + j] = dw[j0 + j] * p[j];
-        }
+        times_derivative(ds, dw, s, n, [&](T* p, const T* sj, int len) { power_term_row(p, sj, len, order_ - 1); });
     }
 
 private:
     int order_;
+};
+
+// w (n) = sum_k c_k s^p_k / p_k! over a series of increasing powers
+// (config/variant_list.hpp), by Horner's rule over the gaps between powers:
+//   w = r_0 (c_0 + r_1 (c_1 + ... + r_K c_K)),  r_k = prod_{m = p_(k-1)+1 .. p_k} s / m  (p_(-1) = 0),
+// one pass over the row per factor s / m, as taylor_exp_row and power_term_row.
+template <class T>
+void series_row(T* w, const T* s, int n, const series_terms& terms) {
+    std::fill(w, w + n, T(0));
+    for (std::size_t k = terms.size(); k-- > 0;) {
+        const T c = static_cast<T>(terms[k].coefficient);
+        for (int j = 0; j < n; ++j) w[j] += c;
+        for (int m = terms[k].power, lower = k == 0 ? 0 : terms[k - 1].power; m > lower; --m) {
+            const T inv_m = T(1) / T(m);
+            for (int j = 0; j < n; ++j) w[j] *= s[j] * inv_m;
+        }
+    }
+}
+
+// d/ds of c s^p / p! is c s^(p-1) / (p-1)!: the series shifted down by one power.
+series_terms derivative_of(const series_terms& terms) {
+    series_terms d;
+    for (const series_term& t : terms)
+        if (t.power >= 1) d.push_back({t.power - 1, t.coefficient});
+    return d;
+}
+
+// Any row's series of terms (a polynomial numerator without a kernel of its
+// own); taylor and power keep theirs, which the tests hold to their series.
+template <class T>
+class series_kernel final : public score_kernel<T> {
+public:
+    explicit series_kernel(series_terms terms) : terms_(std::move(terms)), derivative_(derivative_of(terms_)) {}
+    void forward_row(T* w, const T* s, int n) const override { series_row(w, s, n, terms_); }
+    void backward_row(T* ds, const T* dw, const T* s, const T*, int n) const override {
+        times_derivative(ds, dw, s, n, [&](T* p, const T* sj, int len) { series_row(p, sj, len, derivative_); });
+    }
+
+private:
+    series_terms terms_, derivative_;
 };
 
 // w = s: the first-order term alone.
@@ -365,10 +405,13 @@ bool uses_out_gate(const attention_config& cfg) { return cfg.out_gate || traits_
 bool is_scale_invariant(denominator_kind d) { return traits_of(d).scale_invariant; }
 
 namespace {
-// An order-taking numerator (the table's takes_order) needs n >= 1 here; the
-// spec loader refuses other values before a run starts.
+// An order-taking numerator (the table's takes_order) computes orders from
+// lowest_order on; the spec's limits (spec/overrides.hpp) refuse other values
+// before a run starts, so this is a precondition, not a bound of its own.
 void require_order(const attention_config& cfg) {
-    if (cfg.order < 1) throw std::invalid_argument(std::string(to_string(cfg.numerator)) + " needs order >= 1");
+    if (cfg.order < lowest_order)
+        throw std::invalid_argument(std::string(to_string(cfg.numerator)) +
+                                    " needs order >= " + std::to_string(lowest_order));
 }
 
 // The factories the variant table's rows point to (variant_table.cpp), one
@@ -381,6 +424,11 @@ template <template <class> class K, class T>
 std::unique_ptr<score_kernel<T>> make_order_kernel(const attention_config& cfg) {
     require_order(cfg);
     return std::make_unique<K<T>>(cfg.order);
+}
+template <class T>
+std::unique_ptr<score_kernel<T>> make_series_kernel(const attention_config& cfg) {
+    if (traits_of(cfg.numerator).takes_order) require_order(cfg);
+    return std::make_unique<series_kernel<T>>(terms_of(cfg));
 }
 template <class T>
 std::unique_ptr<score_kernel<T>> make_exp_kernel(const attention_config& cfg) {
@@ -403,6 +451,8 @@ const numerator_kernels linear_kernels{.score_float = make_plain_kernel<linear_k
                                        .score_double = make_plain_kernel<linear_kernel, double>};
 const numerator_kernels power_kernels{.score_float = make_order_kernel<power_kernel, float>,
                                       .score_double = make_order_kernel<power_kernel, double>};
+const numerator_kernels series_kernels{.score_float = make_series_kernel<float>,
+                                       .score_double = make_series_kernel<double>};
 const numerator_kernels elu1_kernels{.map_float = make_plain_map<elu1_map, float>,
                                      .map_double = make_plain_map<elu1_map, double>};
 const numerator_kernels relu_kernels{.map_float = make_plain_map<relu_map, float>,

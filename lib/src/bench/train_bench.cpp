@@ -94,12 +94,6 @@ base:
   train: {steps: 100, batch: 32, lr: 1.0e-2, warmup: 10, weight_decay: 0.1, clip: 1.0}
 )";
 
-std::string variant_name(const attention_config& a) {
-    std::string s = to_string(a.numerator);
-    if (traits_of(a.numerator).takes_order) s += std::to_string(a.order);
-    return s + "/" + to_string(a.denominator);
-}
-
 // The config as the JSON bench_torch.py reads.
 std::string torch_config_json(const run_config& c, int vocab, int Tn) {
     return fmt::format(
@@ -420,7 +414,7 @@ std::string format_train_bench(const train_bench_result& r) {
         "config {}: {} layers, d_model {}, {} heads, {} mlp, {} positions, {}; {} batch {} x seq {} "
         "({} answer rows), vocab {}; {} parameters\n",
         r.label, c.model.layers, c.model.d_model, c.model.heads, to_string(c.model.mlp), to_string(c.model.position),
-        variant_name(c.attention), to_string(c.task.kind), r.B, r.T, r.answers, r.vocab, r.param_count);
+        variant_label(c.attention), to_string(c.task.kind), r.B, r.T, r.answers, r.vocab, r.param_count);
     s += fmt::format("model FLOPs per training step: {:.3f} GFLOP (forward {:.3f}, backward 2x forward)\n",
                      r.flops.total() / 1e9, r.flops.forward / 1e9);
     s += fmt::format("\n{:<10} {:>7} {:>13} {:>9} {:>9} {:>10} {:>10} {:>8}\n", "impl", "threads", "tokens/s",

@@ -439,10 +439,11 @@ std::string needed_cell(int n) { return n > 1000 ? "> 1000" : std::to_string(n);
 std::string comparisons_csv(const experiment_spec& spec, const std::vector<comparisons_result>& results) {
     const std::vector<std::string> keys = grouping_keys(spec, true);
     std::vector<std::string> header = keys;
-    for (const char* h : {"train.lr",
+    const std::string tuned = lr_key, baseline_tuned = "baseline_" + tuned;
+    for (const char* h : {tuned.c_str(),
                           "report",
                           "baseline",
-                          "baseline_train.lr",
+                          baseline_tuned.c_str(),
                           "metric",
                           "test",
                           "n",

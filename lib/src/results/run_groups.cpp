@@ -40,6 +40,7 @@ lr_candidate candidate_of(const std::string& lr, const std::vector<std::size_t>&
                           const std::vector<summary_entry>& entries, const std::set<int>& seeds) {
     lr_candidate c;
     c.lr = lr;
+    c.rate = entries[members.front()].point->config.train.lr;
     c.members = members;
     double sum = 0;
     int ok = 0;
@@ -57,14 +58,14 @@ lr_candidate candidate_of(const std::string& lr, const std::vector<std::size_t>&
     return c;
 }
 
-// Rates compare as numbers (config.yaml writes them in their shortest form).
+// Rates compare as the numbers the runs trained with.
 lr_edge edge_of(const lr_choice& c) {
     if (c.rates.size() < 2) return lr_edge::only_rate;
-    const double chosen = std::stod(c.rates[c.chosen].lr);
+    const double chosen = c.rates[c.chosen].rate;
     bool lower = false, higher = false;
     for (const lr_candidate& r : c.rates) {
-        lower |= std::stod(r.lr) < chosen;
-        higher |= std::stod(r.lr) > chosen;
+        lower |= r.rate < chosen;
+        higher |= r.rate > chosen;
     }
     return !lower ? lr_edge::lowest : !higher ? lr_edge::highest : lr_edge::interior;
 }

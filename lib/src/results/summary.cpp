@@ -24,16 +24,18 @@
 namespace attnlab {
 
 namespace {
-// state_floats in double: exact when it fits in size_t, else (only Taylor
-// states) F (HS + 1) with F = sum over orders of d^m or C(d+m-1, m).
+// state_floats in double: exact when it fits in size_t, else (only series
+// states) F (HS + 1) with F = sum over the series' powers m of d^m or C(d+m-1, m).
 double state_floats_or_estimate(const attention_config& a, int HS, state_layout layout, int T) {
     try {
         return static_cast<double>(state_floats(a, HS, layout, T));
     } catch (const std::overflow_error&) {
-        double F = 0, term = 1;  // term = size of order m
-        for (int m = 0; m <= a.order; ++m) {
+        double F = 0;
+        for (const series_term& t : terms_of(a)) {
+            double term = 1;  // the size of power m, factor by factor
+            for (int m = 0; m < t.power; ++m)
+                term *= layout == state_layout::full ? HS : static_cast<double>(HS + m) / (m + 1);
             F += term;
-            term *= layout == state_layout::full ? HS : static_cast<double>(HS + m) / (m + 1);
         }
         return F * (HS + 1);
     }

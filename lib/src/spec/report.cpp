@@ -21,16 +21,16 @@ const std::vector<std::string> report_keys = {"name",  "baseline", "baselines", 
 // The metrics a comparison reports (comparisons.hpp), which a margin may name.
 const std::vector<std::string> margin_metrics = {"loss", "bits_per_byte", "token_acc", "seq_acc"};
 
-// A key a baseline, match or among may name: a swept key other than seed and train.lr.
+// A key a baseline, match or among may name: a swept key other than seed and the tuned key.
 void check_comparable(const std::string& key, const std::vector<std::string>& swept_keys, const where& at) {
-    if (key == "seed" || key == "train.lr")
-        fail(at, "cannot name " + key + ": variants are compared seed by seed, each at its chosen train.lr");
+    if (key == "seed" || key == tuned_key)
+        fail(at, "cannot name " + key + ": variants are compared seed by seed, each at its chosen " + tuned_key);
     if (!find_key(key))
         fail(at, "unknown key" + did_you_mean(key, dotted_candidates()) + " (" + dotted_key_hint(key) + ")");
     if (std::find(swept_keys.begin(), swept_keys.end(), key) == swept_keys.end()) {
         std::string swept;
         for (const std::string& k : swept_keys) {
-            if (k == "seed" || k == "train.lr") continue;
+            if (k == "seed" || k == tuned_key) continue;
             if (!swept.empty()) swept += ", ";
             swept += k;
         }
@@ -205,7 +205,8 @@ void add_report_options(experiment_spec& spec, const report_flags& flags) {
             std::size_t start = 0;
             while (start <= text.size()) {
                 const std::size_t comma = std::min(text.find(',', start), text.size());
-                const entry e = parse_set(text.substr(start, comma - start), "--baseline");  // value checked
+                const entry e = parse_set(text.substr(start, comma - start), training_limits(),
+                                          "--baseline");  // the value checked against the key
                 check_comparable(e.at.path, spec.swept_keys, {"--baseline", 0, e.at.path});
                 for (const auto& [bk, bv] : b)
                     if (bk == e.at.path)
@@ -232,7 +233,7 @@ void add_report_options(experiment_spec& spec, const report_flags& flags) {
             std::size_t start = eq + 1;
             while (start <= text.size()) {
                 const std::size_t comma = std::min(text.find(',', start), text.size());
-                const entry e = parse_set(key + "=" + text.substr(start, comma - start), "--among");
+                const entry e = parse_set(key + "=" + text.substr(start, comma - start), training_limits(), "--among");
                 values.push_back(e.v.text());
                 start = comma + 1;
             }

@@ -212,7 +212,11 @@ const std::vector<key_def>& schema() {
             written_unless_default(int_key("model.short_conv", FIELD(model.short_conv)).range(0, max_short_conv)),
 
             enum_key<numerator_kind>("attention.numerator", FIELD(attention.numerator)).needed(),
-            int_key("attention.order", FIELD(attention.order)).range(1, 20).needed().only_when(takes_order),
+            int_key("attention.order", FIELD(attention.order))
+                .range(lowest_order, int_max)
+                .up_to_limit(&config_limits::max_order)
+                .needed()
+                .only_when(takes_order),
             number_key("attention.clamp", FIELD(attention.clamp)).only_when(score_kernels),
             enum_key<denominator_kind>("attention.denominator", FIELD(attention.denominator)).needed(),
             bool_key("attention.in_gate", FIELD(attention.in_gate)),
@@ -240,6 +244,12 @@ const std::vector<key_def>& schema() {
 }
 
 #undef FIELD
+
+key_def within(const key_def& d, const config_limits& limits) {
+    key_def bounded = d;
+    if (d.upper_limit) bounded.hi = limits.*d.upper_limit;
+    return bounded;
+}
 
 const key_def* find_key(const std::string& key) {
     for (const key_def& d : schema())

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "attnlab/config/run_config.hpp"
+#include "attnlab/spec/overrides.hpp"
 #include "diagnostics.hpp"
 #include "values.hpp"
 
@@ -44,6 +45,9 @@ struct key_def {
     // text: what a value must look like ("" for any non-empty string), and the check
     std::string text_form;
     bool (*text_ok)(const std::string&) = nullptr;
+    // A bound that depends on the purpose (attention.order's highest value):
+    // the field of config_limits that replaces hi (within()).
+    int config_limits::*upper_limit = nullptr;
     std::function<void(run_config&, const value&)> set;
     std::function<std::optional<value>(const run_config&)> get;  // nullopt: unset (clamp)
 
@@ -59,6 +63,11 @@ struct key_def {
     }
     key_def& at_least(double l) {
         lo = l;
+        return *this;
+    }
+    key_def& up_to_limit(int config_limits::*field) {
+        upper_limit = field;
+        hi = training_limits().*field;
         return *this;
     }
     key_def& needed() {
@@ -79,6 +88,9 @@ std::string section_of(const std::string& key);   // "task.vocab" -> "task", "se
 bool is_section(const std::string& name);         // task, model, attention, train
 // The names allowed in a map: `section` "" is the top of a run config.
 std::vector<std::string> names_in(const std::string& section);
+
+// The key as `limits` bound it (its hi from the limits' field, if it has one).
+key_def within(const key_def& d, const config_limits& limits);
 
 // What a key accepts, as its errors say: "an integer >= 1", "one of exp, taylor, ...".
 std::string expected(const key_def& d);

@@ -108,7 +108,7 @@ experiment_spec parse_spec_checked(const std::string& text, const std::string& f
 
     entries with_set = base.values;
     for (const std::string& s : set_overrides) {
-        entry e = parse_set(s);
+        entry e = parse_set(s, training_limits());
         const std::string& key = e.at.path;
         bool swept = std::find(spec.swept_keys.begin(), spec.swept_keys.end(), key) != spec.swept_keys.end();
         bool grid_seeds = std::any_of(grids.begin(), grids.end(), [](const grid& g) { return g.seeds.has_value(); });

@@ -57,7 +57,7 @@ grid parse_grid(const YAML::Node& m, const std::string& file, const std::string&
 
 }  // namespace
 
-entry parse_set(const std::string& s, const std::string& option) {
+entry parse_set(const std::string& s, const config_limits& limits, const std::string& option) {
     auto eq = s.find('=');
     const std::string key = trim(s.substr(0, eq));
     if (eq == std::string::npos || key.empty())
@@ -72,7 +72,7 @@ entry parse_set(const std::string& s, const std::string& option) {
     } catch (const YAML::Exception& e) {
         fail(at, "cannot read '" + text + "' as a YAML value: " + e.msg);
     }
-    return entry{parse_value(*d, n, at), origin::set, at};
+    return entry{parse_value(within(*d, limits), n, at), origin::set, at};
 }
 
 std::vector<grid> parse_sweep(const YAML::Node& n, const std::string& file, int line) {

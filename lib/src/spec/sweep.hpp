@@ -18,9 +18,10 @@ namespace attnlab::spec_internal {
 inline constexpr std::size_t max_runs = 100000;
 inline constexpr std::size_t max_file_name = 255;  // the name and every run id name a directory
 
-// One "dotted.key=value" override; errors name `option` (--set, or the
-// summarize option that gives the value, such as --baseline).
-entry parse_set(const std::string& s, const std::string& option = "--set");
+// One "dotted.key=value" override, its value checked within `limits`; errors
+// name `option` (--set, or the summarize option that gives the value, such
+// as --baseline).
+entry parse_set(const std::string& s, const config_limits& limits, const std::string& option = "--set");
 
 // One grid of a sweep: its keys as written and their values.
 struct axis {

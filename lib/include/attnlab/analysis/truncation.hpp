@@ -25,39 +25,21 @@
 
 namespace attnlab {
 
-// The keys eval --set may change: the test set's, then the attention's
-// numerator, order and denominator (when the parameters stay the same).
-const std::vector<std::string>& eval_test_keys();
-const std::vector<std::string>& eval_variant_keys();
-
-// Highest attention.order an evaluation takes. Training's range stops at 20
-// (schema.cpp: a recurrent state of a higher order is out of reach), while
-// the parallel form costs one pass over the scores per order; the series of
-// exp(s) needs about e |s| terms to converge, and a trained language model's
-// scores reach |s| ~ 50 (a 2-layer KJV model: 47.6).
-inline constexpr int max_eval_order = 160;
-inline constexpr int max_train_order = 20;  // the spec loader's attention.order range
-
-// "exp/softmax", "taylor 4/softmax", "linear/norm", "exp clamp 5/softmax":
-// a variant as the eval output and files name it.
-std::string variant_label(const attention_config& a);
-
 // Why a model trained with `trained` cannot be scored as `evaluated`: the
 // first parameter tensor that is not in both or differs in shape, as
 // "blocks.0.attn.out_norm.weight (16) is in the evaluated model only"; ""
 // when both have the same tensors.
 std::string parameter_difference(const run_config& trained, const run_config& evaluated);
 
-// The run's config with eval's --set overrides ("key=value") applied through
-// the spec loader, so values are checked in its words ("--set: ..."). Throws
-// config_error for a key outside eval_test_keys and eval_variant_keys, or a
-// variant whose parameters differ from the trained model's (with the reason).
-// attention.order may go up to max_eval_order.
-run_config evaluated_config(const run_config& trained, const std::vector<std::string>& overrides,
-                            const std::string& label);
+// The run's config with eval's --set overrides ("key=value") applied within
+// the evaluation limits (spec/overrides.hpp: the test set's keys, and the
+// variant's with attention.order up to 160), checked in the spec loader's
+// words ("--set: ..."). Throws config_error for a key or value outside them,
+// or a variant whose parameters differ from the trained model's (with the reason).
+run_config evaluated_config(const run_config& trained, const std::vector<std::string>& overrides);
 
-// "1..16,24,32" -> 1, 2, ..., 16, 24, 32 (increasing, no repeats, each in
-// 1..max_eval_order). Throws config_error naming `option` and the bad part.
+// "1..16,24,32" -> 1, 2, ..., 16, 24, 32 (increasing, no repeats, each within
+// the evaluation limits' orders). Throws config_error naming `option` and the bad part.
 std::vector<int> parse_order_list(const std::string& text, const std::string& option);
 
 // One row of a truncation sweep.

@@ -203,9 +203,10 @@ private:
                                     const T* fk, int Tn) const;
     // The chunked form's state features P (rows, F) of rows [t0, t1) of q or
     // k (row stride C), or of their features (feature maps), and the
-    // backward dx (rows, stride C) or dF (rows, HS) += J^T dP.
-    void state_features(T* P, const T* x, const T* fx, int t0, int t1) const;
-    void state_features_backward(T* dx, T* dfx, const T* dP, const T* x, int t0, int t1) const;
+    // backward dx (rows, stride C) or dF (rows, HS) += J^T dP; a query's
+    // features carry the series' coefficients (recurrent.hpp).
+    void state_features(T* P, const T* x, const T* fx, int t0, int t1, bool query) const;
+    void state_features_backward(T* dx, T* dfx, const T* dP, const T* x, int t0, int t1, bool query) const;
 
     attention_config cfg_;  // sizes its cache (attention_cache_size_of)
     int NH_, HS_;
@@ -217,7 +218,8 @@ private:
     std::unique_ptr<score_kernel<T>> kernel_;  // exactly one of kernel_, features_
     std::unique_ptr<feature_map<T>> features_;
     std::unique_ptr<denominator<T>> denom_;
-    std::size_t F_;  // chunked_feature_size: state features per head, 0 without a chunked form
+    std::size_t F_;       // chunked_feature_size: state features per head, 0 without a chunked form
+    series_terms terms_;  // the chunked state's series (score kernels with a chunked form)
 };
 
 }  // namespace attnlab

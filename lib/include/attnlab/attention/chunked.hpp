@@ -17,12 +17,14 @@
 
 namespace attnlab {
 
-// The highest Taylor order of a chunked state: the order-m features number
-// C(HS+m-1, m), already 52,360 per head at HS = 32, m = 4.
-inline constexpr int max_chunked_order = 4;
+// The highest power (Taylor order m) of a chunked state's series: the
+// order-m features number C(HS+m-1, m), already 52,360 per head at HS = 32,
+// m = 4. A bound on the state, not on attention.order (whose limits are the
+// spec's, spec/overrides.hpp).
+inline constexpr int max_chunked_power = 4;
 
 // Why `attention.form: chunked` is refused for this variant ("" when it is
-// not): no finite state (exp, a clamp), or a Taylor order above 4.
+// not): no finite state (exp, a clamp), or a series with a power above 4.
 std::string chunked_form_refusal(const attention_config& cfg);
 bool has_chunked_form(const attention_config& cfg);
 

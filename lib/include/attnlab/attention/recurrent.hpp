@@ -34,22 +34,23 @@ enum class state_layout { full, symmetric };
 // Entries of phi_m: d^m (full) or C(d+m-1, m) (symmetric). Throws
 // std::overflow_error when the count does not fit in size_t.
 std::size_t taylor_term_size(int d, int m, state_layout layout);
-// phi (d^m) = (x / d^(1/4))^(x)m / sqrt(m!), index i_1 d^(m-1) + ... + i_m.
+// phi (d^m) = scale (x / d^(1/4))^(x)m / sqrt(m!), index i_1 d^(m-1) + ... + i_m
+// (scale: a term's coefficient on the query's side).
 template <class T>
-void taylor_term_full(T* phi, const T* x, int d, int m);
-// phi (C(d+m-1, m)) = x^alpha sqrt(1/alpha!) / d^(m/4), one entry per
+void taylor_term_full(T* phi, const T* x, int d, int m, T scale = T(1));
+// phi (C(d+m-1, m)) = scale x^alpha sqrt(1/alpha!) / d^(m/4), one entry per
 // non-decreasing index sequence i_1 <= ... <= i_m in lexicographic order
 // (alpha_i = how often i occurs).
 template <class T>
-void taylor_term_symmetric(T* phi, const T* x, int d, int m);
+void taylor_term_symmetric(T* phi, const T* x, int d, int m, T scale = T(1));
 // dx (d) += J^T dphi, J the Jacobian of taylor_term_symmetric at x (the
 // chunked form's backward), by reverse mode over the same index tree.
 template <class T>
-void taylor_term_symmetric_backward(T* dx, const T* dphi, const T* x, int d, int m);
+void taylor_term_symmetric_backward(T* dx, const T* dphi, const T* x, int d, int m, T scale = T(1));
 
 // False for exp and for any clamped score kernel (they keep a KV cache).
 bool has_finite_state(const attention_config& cfg);
-// F: total feature size of phi (sum over orders); 0 without a finite state.
+// F: total feature size of phi (sum over the series' terms); 0 without a finite state.
 std::size_t feature_size(const attention_config& cfg, int HS, state_layout layout);
 // Floats of state per layer and head after T positions: F HS + F for a
 // finite state (independent of T), 2 T HS for the key/value cache.
@@ -67,8 +68,9 @@ public:
     std::size_t feature_size() const { return F_; }
     int denominator_param_count() const { return denom_->param_count(HS_); }
 
-    // phi (F) = features of a head vector x (HS); finite state only.
-    void features(T* phi, const T* x) const;
+    // phi (F) = features of a head vector x (HS), one block per term of the
+    // series; a query's carry the terms' coefficients. Finite state only.
+    void features(T* phi, const T* x, bool query) const;
 
     // Empty states for B sequences of NH heads; the key/value cache (exp,
     // clamped kernels) holds up to T_cap positions.
@@ -102,6 +104,7 @@ private:
     std::unique_ptr<score_kernel<T>> kernel_;  // KV cache path only
     std::unique_ptr<feature_map<T>> map_;      // elu1, relu, cosine
     std::unique_ptr<denominator<T>> denom_;
+    series_terms terms_;  // the state's series (score kernels with a finite state)
     int T_cap_ = 0;
     std::vector<head_state> heads_;  // (B, NH)
 };

@@ -104,10 +104,19 @@ struct denominator_kernels {
     denominator_factory<double> make_double = nullptr;
 };
 
-extern const numerator_kernels exp_kernels, taylor_kernels, linear_kernels, elu1_kernels, relu_kernels, cosine_kernels,
-    power_kernels;
-extern const denominator_kernels softmax_kernels, norm_kernels, rmsnorm_kernels, layernorm_kernels, length_kernels,
-    identity_kernels;
+// The kernels each row of the list names (config/variant_list.hpp), one
+// object per kernel (a kernel two rows share is declared twice, which is
+// allowed). series_kernels evaluates any row's series of terms, so a new
+// polynomial numerator needs no kernel of its own.
+#define ATTNLAB_DECLARE_KERNELS(name, family, order, state, sign, terms, kernels, ...) \
+    extern const numerator_kernels kernels##_kernels;
+ATTNLAB_NUMERATORS(ATTNLAB_DECLARE_KERNELS)
+#undef ATTNLAB_DECLARE_KERNELS
+#define ATTNLAB_DECLARE_KERNELS(name, weight_sum, scale_invariant, gate, detachable, params, kernels, ...) \
+    extern const denominator_kernels kernels##_kernels;
+ATTNLAB_DENOMINATORS(ATTNLAB_DECLARE_KERNELS)
+#undef ATTNLAB_DECLARE_KERNELS
+extern const numerator_kernels series_kernels;
 
 // The kernels of a configuration through its rows' factories (the score
 // kernel is null for feature maps and vice versa).

@@ -2,19 +2,25 @@
 // their counts, and the target of a position that is not an answer. The
 // lowest layer (lib/README.md) holds them so that no layer includes a higher
 // one for a name; the tables that give each kind its traits live with their
-// owners (attention/variant_table.hpp, tasks/task_table.hpp). Adding a
-// variant or a task starts here (docs/attention.md, "Adding a variant").
+// owners (attention/variant_table.hpp, tasks/task_table.hpp). The variants'
+// enums are their list's rows (variant_list.hpp); adding a task starts here.
 #pragma once
 #include <cstdint>
 
+#include "attnlab/config/variant_list.hpp"
+
 namespace attnlab {
 
-enum class numerator_kind { exp, taylor, linear, elu1, relu, cosine, power };
-enum class denominator_kind { softmax, norm, rmsnorm, layernorm, gate, length, none };
-enum class task_kind { copy, lookup, selective_copy, induction, text };
+#define ATTNLAB_ENUM_VALUE(name, ...) name,
+#define ATTNLAB_COUNT_ROW(...) +1
+enum class numerator_kind { ATTNLAB_NUMERATORS(ATTNLAB_ENUM_VALUE) };
+enum class denominator_kind { ATTNLAB_DENOMINATORS(ATTNLAB_ENUM_VALUE) };
+inline constexpr int numerator_count = 0 ATTNLAB_NUMERATORS(ATTNLAB_COUNT_ROW);
+inline constexpr int denominator_count = 0 ATTNLAB_DENOMINATORS(ATTNLAB_COUNT_ROW);
+#undef ATTNLAB_ENUM_VALUE
+#undef ATTNLAB_COUNT_ROW
 
-inline constexpr int numerator_count = 7;
-inline constexpr int denominator_count = 7;
+enum class task_kind { copy, lookup, selective_copy, induction, text };
 inline constexpr int task_count = 5;
 
 // The target of a position whose prediction is not scored: tasks write it,

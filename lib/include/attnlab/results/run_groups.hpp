@@ -13,10 +13,12 @@
 #include <vector>
 
 #include "attnlab/results/summary.hpp"
+#include "attnlab/spec/overrides.hpp"  // tuned_key
 
 namespace attnlab {
 
-inline constexpr const char* lr_key = "train.lr";
+// The key whose value is chosen per variant: the spec's tuned key (train.lr).
+inline constexpr const char* lr_key = tuned_key;
 
 // The swept keys that tell groups apart: every one but seed (and, with
 // `without_lr`, train.lr), in the spec's order.
@@ -32,6 +34,7 @@ std::vector<run_group> group_runs(const std::vector<summary_entry>& entries, con
 // One learning rate of a variant.
 struct lr_candidate {
     std::string lr;                    // as config.yaml writes it
+    double rate = 0;                   // the value itself (the members' train.lr)
     std::vector<std::size_t> members;  // indices into the entries
     int diverged = 0;                  // members that did not finish ok
     double mean_final_val_loss = 0;    // over the selection seeds' members that finished ok (NaN: none did)
