@@ -65,7 +65,7 @@ std::string numerator_label(const attention_config& a) {
     // Appended piece by piece: GCC 12 warns (-Wrestrict) about " " + std::string temporaries.
     std::string s = to_string(a.numerator);
     if (traits_of(a.numerator).takes_order) s.append(" ").append(std::to_string(a.order));
-    if (a.clamp) s.append(" clamp ").append(format_number(*a.clamp));
+    if (a.clamp) s.append(" clamp ").append(attnlab::format_number(*a.clamp));
     return s;
 }
 
