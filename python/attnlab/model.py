@@ -143,8 +143,6 @@ def attention(q, k, v, att: dict, g_in=None, g_out=None, out_norm_w=None, out_no
         elif num == "power":  # the order-n term alone
             n = int(att["order"])
             w = s**n / math.factorial(n)
-        elif num == "cosh":  # the even terms of exp's series, powers 0, 2, ..., 2n
-            w = sum(s**m / float(math.factorial(m)) for m in range(0, 2 * int(att["order"]) + 1, 2))
         elif num == "linear":
             w = s
         else:

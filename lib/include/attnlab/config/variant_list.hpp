@@ -61,12 +61,6 @@ inline weight_sign vanishing_at_even_order(int order) {
 inline series_terms no_terms(int) { return {}; }  // no finite state (exp keeps a key/value cache)
 inline series_terms first_power(int) { return {{1, 1}}; }
 inline series_terms order_power(int order) { return {{order, 1}}; }
-// cosh's: the order counts the even powers after the constant, 0, 2, ..., 2 order.
-inline series_terms even_powers(int order) {
-    series_terms t;
-    for (int k = 0; k <= order; ++k) t.push_back({2 * k, 1});
-    return t;
-}
 inline series_terms powers_up_to_order(int order) {
     series_terms t;
     for (int p = 0; p <= order; ++p) t.push_back({p, 1});
@@ -90,8 +84,7 @@ inline series_terms powers_up_to_order(int order) {
     X(elu1,   feature_map,  false, true,  always_non_negative,     first_power,        elu1,   "phi(q).phi(k), phi(x) = elu(x) + 1") \
     X(relu,   feature_map,  false, true,  always_non_negative,     first_power,        relu,   "phi(q).phi(k), phi(x) = max(x, 0)") \
     X(cosine, feature_map,  false, true,  always_signed,           first_power,        cosine, "phi(q).phi(k), phi(x) = x / max(|x|, eps)") \
-    X(power,  score_kernel, true,  true,  vanishing_at_even_order, order_power,        power,  "s^n / n!") \
-    X(cosh,   score_kernel, true,  true,  always_positive,         even_powers,        series, "sum_{m=0..n} s^(2m) / (2m)!")
+    X(power,  score_kernel, true,  true,  vanishing_at_even_order, order_power,        power,  "s^n / n!")
 
 // X(name, uses_weight_sum, scale_invariant, has_output_gate, detachable, out_norm_params, kernels, summary):
 //   uses_weight_sum  divides by z_t = sum_j w_tj
