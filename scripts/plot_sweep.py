@@ -484,9 +484,9 @@ def order_figure(runs, group_of, group_title, title, final):
                                   "variant" + (f" / {group_title}" if group_title else ""),
                                   f"{title}: {final} per variant"
                                   + (f" (a single {axis}, {orders[0]})" if orders else ""))
-    if len(with_order) > 1:  # one series per numerator and remaining setting
+    if len(with_order) > 1:  # one series per numerator (each variant without an order its own) and remaining setting
         group_of = (lambda g: lambda r: ", ".join(
-            p for p in (r.get("attention.numerator") if takes_order(r) else "", g(r)) if p))(group_of)
+            p for p in (r.get("attention.numerator") if takes_order(r) else variant_name(r), g(r)) if p))(group_of)
         group_title = ", ".join(p for p in ("numerator", group_title) if p)
     others = list(OrderedDict.fromkeys(variant_name(r) for r in runs if not takes_order(r)))
     ticks = [str(o) for o in orders] + others

@@ -227,21 +227,21 @@ TEST_CASE("recurrent features: phi(q).phi(k) is the parallel weight", "[recurren
 
 // ---- recurrent form = parallel form ----
 
-TEST_CASE("recurrent = parallel: every numerator with a finite state (orders 1 to 4), every denominator and gate",
+TEST_CASE("recurrent = parallel: every numerator with a finite state (powers 1 to 4), every denominator and gate",
           "[recurrent]") {
     for (auto n : all_numerators) {
         if (!traits_of(n).finite_state) continue;
-        for (int order : orders_of(n, 1, 4)) check_all_denominators(numerator(n, order));
+        for (int order : orders_by_power(n, 1, 4)) check_all_denominators(numerator(n, order));
     }
 }
 
-// Orders 5 and 6 run the same code with states of 4^5 and 4^6 terms: most of
+// Powers 5 and 6 run the same code with states of 4^5 and 4^6 terms: most of
 // the suite's time under the sanitizers, which leave [heavy] cases out.
-TEST_CASE("recurrent = parallel: every numerator with a finite state (orders 5 and 6), every denominator and gate",
+TEST_CASE("recurrent = parallel: every numerator with a finite state (powers 5 and 6), every denominator and gate",
           "[recurrent][heavy]") {
     for (auto n : all_numerators) {
         if (!traits_of(n).finite_state) continue;
-        for (int order : orders_of(n, 5, 6)) check_all_denominators(numerator(n, order));
+        for (int order : orders_by_power(n, 5, 6)) check_all_denominators(numerator(n, order));
     }
 }
 

@@ -35,6 +35,23 @@ inline std::vector<int> orders_of(numerator_kind n, int first, int last) {
     return v;
 }
 
+// The orders of an order-taking numerator whose series reaches a highest
+// power in [lo, hi] ({0}, no order, for the others): a recurrent state's size
+// follows the power, not the order (a series of even powers reaches 2n at
+// order n). Orders are tried up to hi, as no row's highest power is below its order.
+inline std::vector<int> orders_by_power(numerator_kind n, int lo, int hi) {
+    if (!takes_order(n)) return {0};
+    std::vector<int> v;
+    for (int order = 1; order <= hi; ++order) {
+        attention_config a;
+        a.numerator = n;
+        a.order = order;
+        const int p = highest_power(terms_of(a));
+        if (p >= lo && p <= hi) v.push_back(order);
+    }
+    return v;
+}
+
 // One configuration: `order` is set only for a numerator that takes one.
 inline attention_config variant_config(numerator_kind n, denominator_kind d, int order = 2) {
     attention_config a;
