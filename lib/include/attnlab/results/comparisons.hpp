@@ -44,12 +44,6 @@
 
 namespace attnlab {
 
-// P(|T| <= t) for Student's t with `df` >= 1 degrees of freedom, in closed
-// form for integer df (Abramowitz & Stegun 26.7.3 and 26.7.4).
-double student_t_central_mass(double t, int df);
-// The 0.975 quantile of Student's t with `df` >= 1 degrees of freedom (12.706 at 1, 2.042 at 30).
-double student_t_975(int df);
-
 inline constexpr double comparison_alpha = 0.05;
 
 // The paired difference of one metric over seeds.
