@@ -17,6 +17,7 @@
 #include "attnlab/io/csv.hpp"
 #include "attnlab/io/files.hpp"
 #include "attnlab/io/safetensors.hpp"
+#include "attnlab/io/sha256.hpp"
 #include "attnlab/run/runner.hpp"
 #include "attnlab/spec/spec.hpp"
 #include "attnlab/run/run_dir.hpp"
@@ -493,4 +494,87 @@ TEST_CASE("eval: a trained run's checkpoint reproduces the last test row of metr
     const cli_result nodir = run_cli({"eval", dir / "nope"});
     CHECK(nodir.code == 2);
     CHECK(nodir.err == "attnlab: error: " + (dir / "nope") + ": no such run directory\n");
+}
+
+TEST_CASE("train.init: a run starts from another run's checkpoint, checked by name, shape and sha256 at load",
+          "[checkpoint][spec]") {
+    ckpt_temp_dir dir("init");
+    runner_options ro;
+    ro.out_root = (dir.path / "results").string();
+    const auto log_level = spdlog::get_level();
+    spdlog::set_level(spdlog::level::warn);
+    const experiment_spec first = parse_spec(tiny_lookup_spec("first", 20, 10, ""), "first.yaml");
+    const sweep_outcome trained = run_sweep(first, ro);
+    REQUIRE(trained.ok == 1);
+    const std::string from = trained.dir + "/runs/" + first.runs[0].id;
+    const std::string ckpt = from + "/model.safetensors";
+
+    // Fine-tuning spec: the same model, train.init naming the run folder.
+    auto tuning = [&](const std::string& name, const std::string& train_extra, const std::string& attention) {
+        std::string text = tiny_lookup_spec(name, 10, 5, "");
+        text.replace(text.find("eval_every: 5}"), 14, "eval_every: 5" + train_extra + "}");
+        if (!attention.empty()) text.replace(text.find("{numerator: exp, denominator: softmax}"), 38, attention);
+        return text;
+    };
+    const std::string init = ", init: \"" + from + "\"";
+    const experiment_spec tuned = parse_spec(tuning("tuned", init, ""), "tuned.yaml");
+    REQUIRE(tuned.runs.size() == 1);
+    CHECK(tuned.runs[0].config.train.init == ckpt);
+    CHECK(tuned.runs[0].config.train.init_sha256 == sha256_hex(read_file(ckpt)));
+    const sweep_outcome fine = run_sweep(tuned, ro);
+    REQUIRE(fine.ok == 1);
+    // Its step-0 validation row scores the checkpoint as loaded: the first run's last validation row.
+    auto val_loss_at = [](const std::string& run_dir, const std::string& step) {
+        std::istringstream csv(read_file(run_dir + "/metrics.csv"));
+        for (std::string line; std::getline(csv, line);) {
+            const auto f = csv_fields(line);
+            if (f.size() > 2 && f[0] == step && f[1] == "val") return f[2];
+        }
+        return std::string("(no row)");
+    };
+    const std::string tuned_dir = fine.dir + "/runs/" + tuned.runs[0].id;
+    CHECK(val_loss_at(tuned_dir, "0") == val_loss_at(from, "20"));
+    CHECK(val_loss_at(tuned_dir, "0") != val_loss_at(from, "0"));  // not the random start
+    CHECK_THAT(read_file(tuned_dir + "/config.yaml"), Contains("init_sha256: \"" + sha256_hex(read_file(ckpt))));
+    // Another variant with the same parameters (exp to taylor) may start from it.
+    CHECK_NOTHROW(parse_spec(tuning("taylor", init, "{numerator: taylor, order: 2, denominator: softmax}"), "t.yaml"));
+
+    struct bad_case {
+        std::string what, train_extra, model, key, words;
+    };
+    const std::vector<bad_case> cases = {
+        {"other shapes", init, "{layers: 1, d_model: 32, heads: 2}", "base.train.init",
+         "cannot start from this checkpoint: " + ckpt},
+        {"no such file", ", init: \"" + from + "/nope.safetensors\"", "", "base.train.init", "nope.safetensors"},
+        {"other bytes", init + ", init_sha256: " + std::string(64, 'e'), "", "base.train.init_sha256", "not the eeee"},
+        {"a hash without a file", ", init_sha256: " + std::string(64, 'e'), "", "base.train",
+         "of train.init, which is not set"},
+    };
+    for (const bad_case& c : cases) {
+        INFO(c.what);
+        std::string text = tuning("bad", c.train_extra, "");
+        if (!c.model.empty()) text.replace(text.find("{layers: 1, d_model: 16, heads: 2}"), 34, c.model);
+        try {
+            parse_spec(text, "bad.yaml");
+            FAIL("accepted");
+        } catch (const config_error& e) {
+            CHECK_THAT(e.what(), StartsWith("bad.yaml:"));
+            CHECK_THAT(e.what(), Contains(c.key));
+            CHECK_THAT(e.what(), Contains(c.words));
+        }
+    }
+
+    // The checkpoint replaced after the spec was loaded: training refuses it, naming both hashes.
+    const experiment_spec again = parse_spec(tuning("again", init, ""), "again.yaml");
+    const std::string bytes = read_file(ckpt);
+    std::string changed = bytes;
+    changed[changed.size() - 1] ^= 0x01;  // the last parameter's lowest bit
+    write_file_atomic(ckpt, changed);
+    try {
+        run_sweep(again, ro);
+        FAIL("trained from a changed checkpoint");
+    } catch (const std::exception& e) {
+        CHECK_THAT(e.what(), StartsWith("train.init: " + ckpt + " has changed since the spec was loaded"));
+    }
+    spdlog::set_level(log_level);
 }

@@ -102,6 +102,8 @@ SCHEMA = {
     "train.clip": _key("number", 0),
     "train.eval_every": _key("int", 1),
     "train.log_every": _key("int", 0),
+    "train.init": _key("text"),
+    "train.init_sha256": _key("sha256"),
 }
 # Defaults that decide whether a key applies (the binary's run_config).
 _DEFAULTS = {"model.mlp": "swiglu"}

@@ -85,7 +85,8 @@ def full_config(kind: str) -> dict:
         "attention": {"numerator": "taylor", "order": 2, "clamp": 5.0, "denominator": "softmax", "in_gate": False,
                       "out_gate": False, "detach_denominator": False, "eps": 1.0e-06, "form": "auto", "chunk": 64},
         "train": {"steps": 20, "batch": 4, "lr": 0.001, "min_lr": 0.0, "warmup": 2, "schedule": "cosine",
-                  "weight_decay": 0.1, "clip": 1.0, "eval_every": 10, "log_every": 0},
+                  "weight_decay": 0.1, "clip": 1.0, "eval_every": 10, "log_every": 0,
+                  "init": "/runs/x/model.safetensors", "init_sha256": "0" * 64},
     }
 
 

@@ -92,7 +92,7 @@ std::map<std::string, std::string> flat_keys(const std::string& yaml) {
 // Numbers are compared as numbers: a hand-edited `lr: 1.0e-3` is the 0.001
 // attnlab writes. The file's path and checksum are text, whatever they look like.
 bool same_number(const std::string& key, const std::string& a, const std::string& b) {
-    if (key == "task.path" || key == "task.sha256") return false;
+    if (key == "task.path" || key == "task.sha256" || key == "train.init" || key == "train.init_sha256") return false;
     const auto number = [](const std::string& s, double& out) {
         const char* first = s.data() + (s.size() > 1 && s[0] == '+');
         const auto [p, ec] = std::from_chars(first, s.data() + s.size(), out);
@@ -140,6 +140,10 @@ std::vector<config_difference> config_differences(const std::string& old_yaml, c
     if (records_bytes(a) && records_bytes(b)) {
         a.erase("task.path");
         b.erase("task.path");
+    }
+    if (a.count("train.init_sha256") && b.count("train.init_sha256")) {  // the same for a run's starting checkpoint
+        a.erase("train.init");
+        b.erase("train.init");
     }
     std::vector<config_difference> out;
     for (const auto& [key, value] : a) {

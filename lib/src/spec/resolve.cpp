@@ -131,13 +131,14 @@ run_config resolve(const config_source& base, const entries& with_set, const ent
         fail(blame->at, why + at_point);
     }
     if (!base.task_file_folder.empty()) {
-        // Where a key of the task was written; a key left out is blamed on the task section.
+        // Where a key was written; a key left out is blamed on its section.
         const auto at = [&](const std::string& key) {
             if (auto it = run.find(key); it != run.end()) return it->second.at;
-            auto sl = base.section_line.find("task");
+            auto sl = base.section_line.find(section_of(key));
             return where{base.file, sl == base.section_line.end() ? base.line : sl->second, join_path(base.path, key)};
         };
         record_task_file(cfg, base.task_file_folder, at, at_point, base.task_file_may_be_missing);
+        record_init_checkpoint(cfg, base.task_file_folder, at, at_point, base.task_file_may_be_missing);
     }
     return cfg;
 }

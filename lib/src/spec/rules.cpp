@@ -76,6 +76,11 @@ std::vector<rule> train_rules() {
              if (c.train.warmup <= c.train.steps) return std::string();
              return "train.warmup " + to_string(c.train.warmup) + " exceeds train.steps " + to_string(c.train.steps);
          }},
+        {{"train.init_sha256", "train.init"},
+         [](const run_config& c) {
+             if (c.train.init_sha256.empty() || !c.train.init.empty()) return std::string();
+             return std::string("train.init_sha256 checks the checkpoint of train.init, which is not set");
+         }},
     };
 }
 

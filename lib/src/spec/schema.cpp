@@ -238,6 +238,9 @@ const std::vector<key_def>& schema() {
             int_key("train.eval_every", FIELD(train.eval_every)).at_least(1),
             // Left out of config.yaml at 0, so runs from before the key keep their config.
             written_unless_default(int_key("train.log_every", FIELD(train.log_every)).at_least(0)),
+            // A run folder or a checkpoint file (spec/task_file.cpp resolves and hashes it); unset: random.
+            text_key("train.init", FIELD(train.init)),
+            sha256_key(text_key("train.init_sha256", FIELD(train.init_sha256))),
         };
     }();
     return keys;

@@ -119,13 +119,16 @@ std::string run_id(const std::vector<swept_value>& swept) {
 
 namespace {
 
-// A run's swept values with its text file's resolved path for task.path, so
-// that cA.txt, ./cA.txt and ../dir/cA.txt are one run; length-prefixed, so
+// A run's swept values with its text file's resolved path for task.path (and
+// its checkpoint's for train.init), so that cA.txt, ./cA.txt and
+// ../dir/cA.txt are one run; length-prefixed, so
 // that no two different runs share it.
 std::string same_run_key(const run_point& rp) {
     std::string key;
     for (const swept_value& s : rp.swept) {
-        const std::string& v = s.key == "task.path" ? rp.config.task.path : s.value;
+        const std::string& v = s.key == "task.path"    ? rp.config.task.path
+                               : s.key == "train.init" ? rp.config.train.init
+                                                       : s.value;
         key += s.key + "=" + std::to_string(v.size()) + ":" + v + ";";
     }
     return key;

@@ -8,7 +8,9 @@
 #include <tuple>
 
 #include "attnlab/io/files.hpp"
+#include "attnlab/io/safetensors.hpp"
 #include "attnlab/io/sha256.hpp"
+#include "attnlab/model/params.hpp"
 #include "attnlab/tasks/text.hpp"
 #include "attnlab/util/error.hpp"
 #include "values.hpp"
@@ -102,6 +104,37 @@ void record_task_file(run_config& cfg, const std::string& folder,
     t.path = path;
     t.size = static_cast<int>(f.size);
     t.sha256 = f.sha256;
+}
+
+void record_init_checkpoint(run_config& cfg, const std::string& folder,
+                            const std::function<where(const std::string& key)>& at, const std::string& at_point,
+                            bool may_be_missing) {
+    train_config& t = cfg.train;
+    if (t.init.empty()) return;
+    std::string path = absolute_path(t.init, folder);
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) path = (fs::path(path) / "model.safetensors").string();  // a run's checkpoint
+    if (may_be_missing && !fs::exists(path, ec) && !ec) {
+        t.init = path;
+        return;
+    }
+    file_facts f;
+    model_offsets offsets;
+    const param_layout layout =
+        build_param_layout(cfg.model, cfg.attention, model_vocab_size(cfg.task), max_seq_len(cfg.task), offsets);
+    try {
+        f = facts_of(path, [&](std::uint64_t size) {
+            if (size == 0) fail(at("train.init"), path + " is empty" + at_point);
+        });
+        safetensors_read(path, layout.named_tensors());  // every tensor of this run's model, by name and shape
+    } catch (const io_error& e) {
+        fail(at("train.init"), std::string("cannot start from this checkpoint: ") + e.what() + at_point);
+    }
+    if (!t.init_sha256.empty() && t.init_sha256 != f.sha256)
+        fail(at("train.init_sha256"),
+             path + " has sha256 " + f.sha256 + ", not the " + t.init_sha256 + " the spec asks for" + at_point);
+    t.init = path;
+    t.init_sha256 = f.sha256;
 }
 
 }  // namespace attnlab::spec_internal

@@ -20,4 +20,13 @@ void record_task_file(run_config& cfg, const std::string& folder,
                       const std::function<where(const std::string& key)>& at, const std::string& at_point,
                       bool may_be_missing = false);
 
+// The checkpoint a run starts from (train.init; docs/spec-reference.md
+// "train"), likewise: resolved from the spec's folder (a run folder means its
+// model.safetensors), read against the run's model (every tensor's name and
+// shape), its sha256 recorded in train.init_sha256 and checked against it
+// when the spec gives one. Nothing when train.init is unset.
+void record_init_checkpoint(run_config& cfg, const std::string& folder,
+                            const std::function<where(const std::string& key)>& at, const std::string& at_point,
+                            bool may_be_missing = false);
+
 }  // namespace attnlab::spec_internal

@@ -12,8 +12,10 @@
 #include <stdexcept>
 #include <vector>
 
+#include "attnlab/io/files.hpp"
+#include "attnlab/io/sha256.hpp"
 #include "attnlab/model/make_model.hpp"
-#include "attnlab/train/checkpoint.hpp"  // params_finite
+#include "attnlab/train/checkpoint.hpp"  // params_finite, checkpoint_load
 #include "attnlab/train/optimizer.hpp"
 #include "attnlab/util/error.hpp"
 #include "attnlab/util/subnormals.hpp"
@@ -22,6 +24,23 @@
 namespace attnlab {
 
 namespace {
+
+// train.init: the checkpoint's parameters in place of the random ones. The
+// file must still be the one the spec was loaded with (its sha256 is in the
+// run's config), or the run would not be the one config.yaml describes.
+void start_from_checkpoint(const train_config& tc, transformer<float>& model) {
+    try {
+        sha256_hasher hash;
+        read_regular_file(tc.init, regular_file_size(tc.init),
+                          [&](const char* bytes, std::size_t n) { hash.update(bytes, n); });
+        if (!tc.init_sha256.empty() && hash.hex() != tc.init_sha256)
+            throw config_error("train.init: " + tc.init + " has changed since the spec was loaded (sha256 " +
+                               hash.hex() + ", the run's config records " + tc.init_sha256 + ")");
+        checkpoint_load(tc.init, model);
+    } catch (const io_error& e) {
+        throw io_error(std::string("train.init: ") + e.what());
+    }
+}
 
 // What a step that went non-finite looked like, for result.yaml's reason:
 // the largest |score| q·k/sqrt(HS) of any head (before a clamp) and the
@@ -168,6 +187,7 @@ run_result train_run(const run_config& cfg, const train_callbacks& cb, const tra
     };
     transformer<float> model = make_model<float>(cfg);
     model.init_params(static_cast<std::uint64_t>(cfg.seed));
+    if (!cfg.train.init.empty() && !resume) start_from_checkpoint(cfg.train, model);
     adamw<float> opt(model.layout(), cfg.train.weight_decay);
     const train_config& tc = cfg.train;
     const batch& val = data->val_set();

@@ -92,6 +92,10 @@ struct train_config {
     // A `train` row of metrics.csv every log_every steps besides those of the
     // evaluations (1: every step's loss, for loss_spikes); 0: at evaluations only.
     int log_every = 0;
+    // A checkpoint (model.safetensors, absolute once the spec is loaded) whose
+    // parameters replace the random ones before step 1: fine-tuning. Empty: none.
+    std::string init;
+    std::string init_sha256;  // the checkpoint's sha256, recorded at load and checked before training
 };
 
 struct run_config {
