@@ -130,7 +130,9 @@ def attention(q, k, v, att: dict, g_in=None, g_out=None, out_norm_w=None, out_no
         if att.get("clamp") is not None:
             s = torch.clamp(s, max=float(att["clamp"]))
         s = torch.where(causal, s, torch.zeros((), dtype=s.dtype))  # finite above the diagonal
-        if num == "exp":
+        if att.get("score_weights") is not None:  # a callable (s, causal) -> w: another function of the
+            w = att["score_weights"](s, causal)    # scores in exp's place (polynomials.py's truncations)
+        elif num == "exp":
             if den in SCALE_INVARIANT:
                 m = torch.where(causal, s, torch.full((), -math.inf, dtype=s.dtype)).amax(-1, keepdim=True)
                 if detach:  # the shift is part of the constant denominator then
