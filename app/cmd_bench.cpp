@@ -140,6 +140,7 @@ void add_bench_train(CLI::App& bench, action& chosen) {
                            fmt::format("training at {} thread{}", threads, threads == 1 ? "" : "s"), limit,
                            "Lower train.batch, the sequence length or the model with --set, or set --max-memory");
             o.torch = !*no_torch;
+            if (o.torch) put_python_package_on_path();  // bench_torch.py imports attnlab
             std::string dir = (std::filesystem::temp_directory_path() / "attnlab-bench-XXXXXX").string();
             if (!mkdtemp(dir.data())) throw std::runtime_error("cannot create a temporary directory in " + dir);
             o.work_dir = dir;
