@@ -2,7 +2,7 @@
 task data regenerated token for token, and results folders in pandas.
 The guide is docs/python.md.
 
-    PYTHONPATH=python /usr/bin/python3 -c "import attnlab; ..."
+    pip install ./python   (or cmake --install; or PYTHONPATH=python, uninstalled)
 
     run = attnlab.load_run(run_dir)                  # a Run: .config, .result, .metrics(), .model() (torch)
     attnlab.evaluate_run(run_dir)                    # = `attnlab eval RUN_DIR`
