@@ -1,7 +1,7 @@
 // attnlab bench generate: per-token time of autoregressive decoding as the
 // sequence grows, exp with its key/value cache against recurrent variants.
 // Writes DIR/generate.csv and prints the report (see generate_bench.hpp);
-// bench/plot_generate.py draws the plot.
+// scripts/plot_generate.py draws the plot.
 // attnlab bench train: training throughput against the PyTorch reference,
 // GFLOP/s against a matmul probe, peak memory and time per op
 // (train_bench.hpp); with --seq-lens, training time per token across
@@ -213,7 +213,7 @@ void add_bench(CLI::App& app, action& chosen) {
             make_dirs(*out);
             write_file_atomic(*out + "/generate.csv", generate_bench_csv(points));
             std::cout << generate_bench_report(points, variants.front().name);
-            spdlog::info("wrote {}/generate.csv (plot: /usr/bin/python3 bench/plot_generate.py {}/generate.csv)", *out,
+            spdlog::info("wrote {}/generate.csv (plot: /usr/bin/python3 scripts/plot_generate.py {}/generate.csv)", *out,
                          *out);
             return exit_ok;
         };

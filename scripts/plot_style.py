@@ -1,10 +1,9 @@
 """The style every figure of attnlab shares: one place for the palette, the
 markers, the fonts and the way a figure is saved.
 
-Used by scripts/plot_sweep.py, scripts/plot_probe.py, scripts/plot_seq_len.py
-and bench/plot_generate.py. A script in scripts/ imports it directly (Python
-puts the script's folder on sys.path); bench/plot_generate.py first adds
-scripts/ to sys.path.
+Used by the figure scripts beside it (plot_sweep.py, plot_probe.py,
+plot_seq_len.py, plot_generate.py ...), which import it directly (Python
+puts the script's folder on sys.path).
 
 - load_pyplot(script, ...): matplotlib.pyplot on the Agg backend with the
   shared rcParams; when matplotlib (or numpy) cannot be imported it prints one
