@@ -213,8 +213,8 @@ void add_bench(CLI::App& app, action& chosen) {
             make_dirs(*out);
             write_file_atomic(*out + "/generate.csv", generate_bench_csv(points));
             std::cout << generate_bench_report(points, variants.front().name);
-            spdlog::info("wrote {}/generate.csv (plot: /usr/bin/python3 scripts/plot_generate.py {}/generate.csv)", *out,
-                         *out);
+            spdlog::info("wrote {}/generate.csv (plot: /usr/bin/python3 scripts/plot_generate.py {}/generate.csv)",
+                         *out, *out);
             return exit_ok;
         };
     });
