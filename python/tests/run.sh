@@ -9,7 +9,7 @@
 # never skipped; a skipped test fails too (conftest.py).
 # The package is this source tree's python/attnlab (pyproject.toml's pythonpath).
 # Usage: python/tests/run.sh --attnlab build/app/attnlab --task-dump build/tests/attnlab_task_dump [PYTEST ARGS...]
-#   e.g. tests/test_data.py, tests/test_data.py::TaskDataTest::test_copy, -k verdicts (paths from python/)
+#   e.g. python/tests/test_data.py, python/tests/test_data.py::TaskDataTest::test_copy (default: python/tests)
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 while (($#)); do
@@ -26,8 +26,9 @@ for py in "${ATTNLAB_PYTHON:-}" /usr/bin/python3 python3; do
   [ -n "$py" ] || continue
   command -v "$py" >/dev/null 2>&1 || { tried+=("$py (not found)"); continue; }
   if "$py" -c "import $modules" >/dev/null 2>&1; then
-    cd "$here/.."  # python/: pyproject.toml holds pytest's settings
-    exec "$py" -m pytest -v -rs "$@"
+    (($#)) || set -- "$here"
+    # python/pyproject.toml holds pytest's settings (the package from python/).
+    exec "$py" -m pytest -c "$here/../pyproject.toml" --rootdir "$here/.." -v -rs "$@"
   fi
   tried+=("$py (no ${modules//, //})")
 done
