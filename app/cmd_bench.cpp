@@ -1,7 +1,7 @@
 // attnlab bench generate: per-token time of autoregressive decoding as the
 // sequence grows, exp with its key/value cache against recurrent variants.
 // Writes DIR/generate.csv and prints the report (see generate_bench.hpp);
-// bench/plot_generate.py draws the plot.
+// scripts/plot_generate.py draws the plot.
 // attnlab bench train: training throughput against the PyTorch reference,
 // GFLOP/s against a matmul probe, peak memory and time per op
 // (train_bench.hpp); with --seq-lens, training time per token across
@@ -140,6 +140,7 @@ void add_bench_train(CLI::App& bench, action& chosen) {
                            fmt::format("training at {} thread{}", threads, threads == 1 ? "" : "s"), limit,
                            "Lower train.batch, the sequence length or the model with --set, or set --max-memory");
             o.torch = !*no_torch;
+            if (o.torch) put_python_package_on_path();  // bench_torch.py imports attnlab
             std::string dir = (std::filesystem::temp_directory_path() / "attnlab-bench-XXXXXX").string();
             if (!mkdtemp(dir.data())) throw std::runtime_error("cannot create a temporary directory in " + dir);
             o.work_dir = dir;
@@ -212,8 +213,8 @@ void add_bench(CLI::App& app, action& chosen) {
             make_dirs(*out);
             write_file_atomic(*out + "/generate.csv", generate_bench_csv(points));
             std::cout << generate_bench_report(points, variants.front().name);
-            spdlog::info("wrote {}/generate.csv (plot: /usr/bin/python3 bench/plot_generate.py {}/generate.csv)", *out,
-                         *out);
+            spdlog::info("wrote {}/generate.csv (plot: /usr/bin/python3 scripts/plot_generate.py {}/generate.csv)",
+                         *out, *out);
             return exit_ok;
         };
     });

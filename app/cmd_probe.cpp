@@ -66,6 +66,7 @@ void draw_probe_figure(const std::string& dir, const std::string& title) {
         spdlog::warn("figures skipped: no {} (install Debian's python3-matplotlib)", python);
         return;
     }
+    put_python_package_on_path();
     const process_output r = run_process({python, script, dir, "--title", title});
     if (r.exit_code == 3) {  // plot_probe.py: matplotlib cannot be imported
         spdlog::warn("figures skipped: {}", r.err.substr(0, r.err.find_last_not_of('\n') + 1));

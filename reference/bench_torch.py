@@ -45,7 +45,6 @@ import argparse
 import ctypes
 import json
 import math
-import os
 import struct
 import sys
 import time
@@ -55,8 +54,9 @@ import torch
 import torch.nn.functional as F
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-# The model lives in the attnlab Python package (python/attnlab/model.py).
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+# The model lives in the attnlab Python package (python/attnlab/model.py):
+# installed by `cmake --install`, or on PYTHONPATH (`attnlab bench train` run
+# from its build folder puts the source tree's python/ there).
 from attnlab.model import NO_TARGET, RMSNORM_EPS, Reference, attention, rope_tables  # noqa: E402
 
 

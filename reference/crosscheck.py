@@ -47,8 +47,8 @@ import numpy as np
 import torch
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-# The model lives in the attnlab Python package (python/attnlab/model.py).
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+# The model lives in the attnlab Python package (python/attnlab/model.py):
+# installed, or on PYTHONPATH (run_crosscheck.sh puts python/ there).
 from attnlab import model as ref  # noqa: E402
 
 TOL_DOUBLE = 1e-9

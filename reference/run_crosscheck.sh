@@ -7,6 +7,8 @@
 # Usage: reference/run_crosscheck.sh --dump build/tests/attnlab_crosscheck_dump [crosscheck.py args]
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
+# crosscheck.py imports the attnlab package of this source tree.
+export PYTHONPATH="$here/../python${PYTHONPATH:+:$PYTHONPATH}"
 tried=()
 for py in "${ATTNLAB_PYTHON:-}" /usr/bin/python3 python3; do
   [ -n "$py" ] || continue

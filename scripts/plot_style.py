@@ -1,10 +1,9 @@
 """The style every figure of attnlab shares: one place for the palette, the
 markers, the fonts and the way a figure is saved.
 
-Used by scripts/plot_sweep.py, scripts/plot_probe.py, scripts/plot_seq_len.py
-and bench/plot_generate.py. A script in scripts/ imports it directly (Python
-puts the script's folder on sys.path); bench/plot_generate.py first adds
-scripts/ to sys.path.
+Used by the figure scripts beside it (plot_sweep.py, plot_probe.py,
+plot_seq_len.py, plot_generate.py ...), which import it directly (Python
+puts the script's folder on sys.path).
 
 - load_pyplot(script, ...): matplotlib.pyplot on the Agg backend with the
   shared rcParams; when matplotlib (or numpy) cannot be imported it prints one
@@ -18,7 +17,8 @@ scripts/ to sys.path.
   PATH" per file and exit code 0, or one line "SCRIPT: what is wrong" and 2.
 - read_csv_rows(path, columns, hint) and number(path, row, key, kind): a CSV's rows, with one-line errors for a missing file, column or rows.
 - csv_and_stem(doc): the arguments of the benchmark plots (CSV [out.png]).
-Standard library only until load_pyplot is called.
+Standard library only until load_pyplot is called (read_csv_rows imports
+the attnlab package's reader).
 """
 import sys
 
@@ -98,21 +98,18 @@ class InputError(Exception):
 def read_csv_rows(path, columns=(), hint=""):
     """The rows of a CSV file as dicts; InputError when the file, a column in `columns` or every row is missing.
 
-    hint: what to do when the file is missing, e.g. " (run `attnlab probe RUN_DIR` first)"."""
-    import csv
+    hint: what to do when the file is missing, e.g. " (run `attnlab probe RUN_DIR` first)".
+    The reading is the attnlab package's (attnlab.files.read_csv_rows)."""
     import os
+
+    from attnlab.files import read_csv_rows as read
 
     if not os.path.isfile(path):
         raise InputError(f"{path}: no such file{hint}")
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        missing = [c for c in columns if c not in (reader.fieldnames or [])]
-        if missing:
-            raise InputError(f"{path}: missing column(s) {', '.join(missing)}")
-        rows = list(reader)
-    if not rows:
-        raise InputError(f"{path}: no rows")
-    return rows
+    try:
+        return read(path, columns)
+    except ValueError as e:  # attnlab.files.InputError: "<path>: <what is wrong>"
+        raise InputError(str(e)) from None
 
 
 def baseline_keys(row):

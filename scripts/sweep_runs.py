@@ -1,18 +1,15 @@
 """The runs of a results folder for scripts/plot_sweep.py: read through the
-attnlab Python package (python/attnlab, found as ../python beside this
-script), and their names in the figures. Standard library and the package
+attnlab Python package (installed, or python/ on PYTHONPATH), and their names in the figures. Standard library and the package
 only (no matplotlib).
 """
 import math
 import os
-import sys
 from collections import OrderedDict
 
 from plot_style import InputError
 
-# The attnlab package beside this script (python/attnlab: the source tree and
-# share/attnlab of an install); its variants module is standard library only.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+# The attnlab package (installed by `cmake --install` or pip, or python/ on
+# PYTHONPATH); its variants module is standard library only.
 from attnlab import variants  # noqa: E402
 
 READABLE = {
@@ -39,7 +36,7 @@ READABLE = {
 
 
 def attnlab_package():
-    """python/attnlab beside this script (on sys.path above), with its pandas and yaml readers."""
+    """The attnlab package, with its pandas and yaml readers."""
     try:
         import attnlab.checkpoint
         import attnlab.files

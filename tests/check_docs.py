@@ -21,8 +21,9 @@ the command's output when an example fails.
 
 With --install BUILD, the examples run as a user who followed the README:
 HOME is a temporary folder, `cmake --install BUILD --prefix ~/.local` has
-put attnlab in ~/.local/bin (first on PATH) and its scripts and Python
-package in ~/.local/share/attnlab, and only experiments/ is linked.
+put attnlab in ~/.local/bin (first on PATH), its scripts in
+~/.local/share/attnlab and its Python package in the user site-packages
+(imported without PYTHONPATH), and only experiments/ is linked.
 """
 import argparse
 import os
@@ -75,7 +76,7 @@ def install(build, home):
 
 def run_file(md, attnlab, python, build=None):
     """Runs the examples of one file; with `build`, as a user of the install (only experiments/ is linked
-    into the folder: the scripts and the Python package come from ~/.local/share/attnlab)."""
+    into the folder: the scripts come from ~/.local/share/attnlab, the Python package from the user site)."""
     home = tempfile.mkdtemp(prefix="attnlab-docs-home-") if build else None
     try:
         return run_blocks(md, attnlab, python, home, build)
@@ -92,10 +93,12 @@ def run_blocks(md, attnlab, python, home, build):
     if build:
         env["HOME"] = home
         bin_dir = install(build, home)
-        package = os.path.join(home, ".local", "share", "attnlab", "python")
+        package = None  # installed where python3 finds it
         links = ("experiments",)
+        env.pop("PYTHONPATH", None)
     env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
-    env["PYTHONPATH"] = package + os.pathsep + env.get("PYTHONPATH", "")
+    if package:
+        env["PYTHONPATH"] = package + os.pathsep + env.get("PYTHONPATH", "")
     env["ATTNLAB_PYTHON"] = python
     ran = 0
     with tempfile.TemporaryDirectory(prefix="attnlab-docs-") as work:

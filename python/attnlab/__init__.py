@@ -2,16 +2,16 @@
 task data regenerated token for token, and results folders in pandas.
 The guide is docs/python.md.
 
-    PYTHONPATH=python /usr/bin/python3 -c "import attnlab; ..."
+    pip install ./python   (or cmake --install; or PYTHONPATH=python, uninstalled)
 
-    config, model = attnlab.load_run(run_dir)        # dict, PyTorch model (torch)
+    run = attnlab.load_run(run_dir)                  # a Run: .config, .result, .metrics(), .model() (torch)
     attnlab.evaluate_run(run_dir)                    # = `attnlab eval RUN_DIR`
     tokens, targets = attnlab.test_set(config)       # numpy int32 (B, T), no target -1
     attnlab.read_summary(results_dir); attnlab.read_curves(results_dir)   # pandas
 
-Modules: checkpoint (safetensors, config.yaml; numpy, yaml), data (rng and
-task generators; numpy), model (the PyTorch model; torch), run (load_run,
-evaluate; torch), results (pandas). `import attnlab` loads none of torch and
+Modules: checkpoint (safetensors, config.yaml, load_run and its Run; numpy,
+yaml), data (rng and task generators; numpy), model (the PyTorch model;
+torch), run (load_model, evaluate; torch), results (pandas). `import attnlab` loads none of torch and
 pandas: each name below imports its module on first use, so the data and
 checkpoint functions work without them.
 """
@@ -28,7 +28,7 @@ _EXPORTS = {
     "Task": "data", "test_set": "data", "train_batches": "data", "model_vocab_size": "data",
     "train_seq_len": "data", "test_seq_len": "data", "val_set": "data", "text_split": "data",
     "Reference": "model",
-    "load_run": "run", "load_model": "run", "evaluate": "run", "evaluate_run": "run",
+    "load_run": "checkpoint", "Run": "checkpoint", "load_model": "run", "evaluate": "run", "evaluate_run": "run",
     "read_summary": "results", "read_metrics": "results", "read_curves": "results",
     "curves_from_runs": "results", "run_ids": "results",
 }

@@ -209,3 +209,70 @@ def read_config(path: str) -> dict:
 
     file = _in_run_dir(path, CONFIG_FILE)
     return check_config(read_text(file, "run_config"), file)
+
+
+RESULT_FILE = "result.yaml"
+
+
+class Run:
+    """One run directory of `attnlab run` (results/<name>/runs/<run_id>/), as
+    load_run opens it. Read when opened: `path`, `config` (config.yaml as
+    nested dicts, checked as read_config checks it) and `result` (result.yaml:
+    status, final and best metrics, wall time, build; None while the run has
+    none). Read on demand, so that a committed run, which keeps config.yaml,
+    metrics.csv and result.yaml but no checkpoint, opens all the same:
+
+        metrics()      metrics.csv as a pandas DataFrame (read_metrics; pandas)
+        has_checkpoint whether model.safetensors is there
+        params()       its parameters, name -> float32 numpy array (read_checkpoint)
+        facts()        its recorded vocab, max_positions and build (read_run_facts)
+        model(dtype)   the PyTorch model with its weights, computing in dtype
+                       (default torch.float64; torch.float32 keeps the weights
+                       as stored); model.forward(tokens, targets) gives the
+                       loss and logits
+    """
+
+    def __init__(self, path: str):
+        if not os.path.isdir(path):
+            raise FileNotFoundError(f"{path}: not a run directory")
+        self.path = path
+        self.config = read_config(path)
+        result = os.path.join(path, RESULT_FILE)
+        self.result = _read_yaml(result) if os.path.exists(result) else None
+
+    def __repr__(self) -> str:
+        status = self.result.get("status") if isinstance(self.result, dict) else None
+        return f"Run({self.path!r}, status={status!r}, checkpoint={self.has_checkpoint})"
+
+    @property
+    def has_checkpoint(self) -> bool:
+        return os.path.exists(os.path.join(self.path, CHECKPOINT_FILE))
+
+    def metrics(self):
+        from .results import read_metrics
+        return read_metrics(self.path)
+
+    def params(self) -> dict[str, np.ndarray]:
+        return read_checkpoint(self.path)
+
+    def facts(self) -> dict:
+        return read_run_facts(self.path)
+
+    def model(self, dtype=None):
+        import torch
+
+        from .run import load_model
+        return load_model(self.config, self.params(), torch.float64 if dtype is None else dtype, facts=self.facts())
+
+
+def _read_yaml(path: str):
+    import yaml
+
+    from .files import read_text
+    return yaml.safe_load(read_text(path, "run_result"))
+
+
+def load_run(path: str) -> Run:
+    """The run directory `path` as a Run (its config and result read, the rest
+    on demand): load_run(d).config, .result, .metrics(), .model() ..."""
+    return Run(path)

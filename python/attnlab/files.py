@@ -123,3 +123,24 @@ def read_text(path: str, kind: str) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError(str(path), f"is not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+
+def read_csv_rows(path: str, columns=()) -> list[dict[str, str]]:
+    """The rows of a CSV file attnlab wrote (a table: at most 1 GiB, read as
+    read_text reads it) as dicts of text cells, header names as keys: the
+    package's one CSV reader without pandas (results.py's DataFrames parse
+    the same text with pandas). FileNotFoundError when the file is missing;
+    InputError "<path>: missing column(s) a, b" when a name in `columns` is
+    not in the header, and "<path>: no rows" when there is no row."""
+    import csv
+    import io
+
+    text = read_text(path, "table")
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    missing = [c for c in columns if c not in (reader.fieldnames or [])]
+    if missing:
+        raise InputError(str(path), f"missing column(s) {', '.join(missing)}")
+    rows = list(reader)
+    if not rows:
+        raise InputError(str(path), "no rows")
+    return rows

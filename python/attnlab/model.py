@@ -54,12 +54,6 @@ def load_run_config(path: str) -> dict:
     """A run's config.yaml (written by attnlab's run_config_to_yaml) as nested dicts."""
     return read_config(path)
 
-
-def load_run(run_dir: str, dtype=torch.float64) -> "Reference":
-    """The model of a finished run: runs/<run_id>/{config.yaml, model.safetensors}."""
-    cfg = load_run_config(os.path.join(run_dir, "config.yaml"))
-    return Reference(cfg, load_params(os.path.join(run_dir, "model.safetensors"), dtype))
-
 # ---------------------------------------------------------------- layers
 
 

@@ -1,7 +1,7 @@
 """A finished run in PyTorch: its model with the trained weights, scored on its
 test set with the metrics of attnlab's metrics.csv and `attnlab eval`.
 
-    config, model = load_run("results/quickstart/runs/task.kind=lookup,seed=0")
+    model = load_run("results/quickstart/runs/task.kind=lookup,seed=0").model()   # load_run: checkpoint.py
     metrics = evaluate_run("results/quickstart/runs/task.kind=lookup,seed=0")
 """
 
@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from . import data
-from .checkpoint import read_checkpoint, read_config, read_run_facts
+from .checkpoint import load_run
 from .model import NO_TARGET, Reference
 
 
@@ -23,14 +23,6 @@ def load_model(config: dict, params: dict[str, np.ndarray], dtype=torch.float64,
     tensors = {name: torch.tensor(a, dtype=dtype).requires_grad_(requires_grad) for name, a in params.items()}
     facts = facts or {}
     return Reference(config, tensors, vocab=facts.get("vocab"), max_positions=facts.get("max_positions"))
-
-
-def load_run(run_dir: str, dtype=torch.float64) -> tuple[dict, Reference]:
-    """(config, model) of a finished run directory: config.yaml as nested dicts
-    and the model with model.safetensors' weights (float32 on disk, computed in
-    `dtype`). model.forward(tokens, targets) gives the loss and logits."""
-    config = read_config(run_dir)
-    return config, load_model(config, read_checkpoint(run_dir), dtype, facts=read_run_facts(run_dir))
 
 
 def evaluate(model: Reference, tokens, targets, batch: int | None = None) -> dict[str, float]:
@@ -70,6 +62,7 @@ def evaluate(model: Reference, tokens, targets, batch: int | None = None) -> dic
 def evaluate_run(run_dir: str, dtype=torch.float64) -> dict[str, float]:
     """A run's test metrics from its checkpoint and its regenerated test set:
     what `attnlab eval RUN_DIR` prints (loss, token_acc, seq_acc)."""
-    config, model = load_run(run_dir, dtype)
+    run = load_run(run_dir)
+    config, model = run.config, run.model(dtype)
     tokens, targets = data.test_set(config)
     return evaluate(model, tokens, targets, batch=int(config["train"]["batch"]))

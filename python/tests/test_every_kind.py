@@ -116,7 +116,8 @@ class EveryKindTest(unittest.TestCase):
         for run_dir in self.run_dirs:
             with self.subTest(run=os.path.basename(run_dir)):
                 facts = attnlab.read_run_facts(run_dir)
-                config, model = attnlab.load_run(run_dir)
+                run = attnlab.load_run(run_dir)
+                config, model = run.config, run.model()
                 self.assertEqual(model.vocab, facts["vocab"])
                 self.assertEqual(model.params["embed.weight"].shape[0], facts["vocab"])
                 if config["model"].get("position") == "learned":

@@ -36,7 +36,8 @@ class LoadRunTest(unittest.TestCase):
 
     def test_load_run_gives_the_config_and_the_checkpoints_weights(self):
         run_dir = self.run_dirs[0]
-        config, model = attnlab.load_run(run_dir)
+        run = attnlab.load_run(run_dir)
+        config, model = run.config, run.model()
         self.assertEqual(config, attnlab.read_config(os.path.join(run_dir, "config.yaml")))
         self.assertEqual(config["task"]["kind"], "copy")
         params = attnlab.read_checkpoint(os.path.join(run_dir, "model.safetensors"))
@@ -64,14 +65,16 @@ class LoadRunTest(unittest.TestCase):
     def test_another_test_set_scores_otherwise(self):
         # The comparison can fail: the test set of the next seed gives another loss.
         run_dir = self.run_dirs[2]
-        config, model = attnlab.load_run(run_dir)
+        run = attnlab.load_run(run_dir)
+        config, model = run.config, run.model()
         config["seed"] += 7
         tokens, targets = attnlab.test_set(config)
         other = attnlab.evaluate(model, tokens, targets)
         self.assertGreater(abs(other["loss"] - attnlab_eval(run_dir)["loss"]), 100 * LOSS_TOL)
 
     def test_evaluate_does_not_depend_on_the_chunk_size(self):
-        config, model = attnlab.load_run(self.run_dirs[1])
+        run = attnlab.load_run(self.run_dirs[1])
+        config, model = run.config, run.model()
         tokens, targets = attnlab.test_set(config)
         whole = attnlab.evaluate(model, tokens, targets)
         chunked = attnlab.evaluate(model, tokens, targets, batch=7)
@@ -82,7 +85,8 @@ class LoadRunTest(unittest.TestCase):
     def test_metrics_on_a_hand_made_batch(self):
         # Two examples: one with 2 answers (1 right), one with 1 answer (right),
         # one without answers (left out of the accuracies).
-        config, model = attnlab.load_run(self.run_dirs[2])
+        run = attnlab.load_run(self.run_dirs[2])
+        config, model = run.config, run.model()
         tokens, targets = attnlab.test_set(config)
         tokens = torch.as_tensor(tokens[:3], dtype=torch.int64)
         t = np.full((3, tokens.shape[1]), attnlab.NO_TARGET, dtype=np.int64)

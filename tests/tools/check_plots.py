@@ -284,7 +284,7 @@ def main():
     os.makedirs(os.path.join(fake, "matplotlib"))
     with open(os.path.join(fake, "matplotlib", "__init__.py"), "w") as f:
         f.write("raise ImportError('matplotlib hidden by the plots test')\n")
-    env = dict(os.environ, PYTHONPATH=fake)
+    env = dict(os.environ, PYTHONPATH=fake + os.pathsep + os.environ.get("PYTHONPATH", ""))
     check_error(script, os.path.join(data, "sweep"), "apt-get install python3-matplotlib", "no matplotlib", env=env)
 
     if failures:

@@ -2,20 +2,16 @@
 """Plot of `attnlab bench generate`: per-token decode time against sequence
 length, log-log, one line per variant (KV cache vs recurrent states).
 
-usage: /usr/bin/python3 bench/plot_generate.py results/bench/generate.csv [out.png]
+usage: /usr/bin/python3 scripts/plot_generate.py results/bench/generate.csv [out.png]
 writes out.png (200 dpi) and out.pdf in the shared style of scripts/plot_style.py
 (Okabe-Ito colours; a variant's layout is its line style: symmetric solid,
 full dashed). Needs Debian's python3-matplotlib (scripts/setup installs it).
 """
 import csv
-import os
-import sys
 from collections import defaultdict
 
-# The shared style lives in scripts/ (this script runs as bench/plot_generate.py).
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "scripts"))
-import plot_style  # noqa: E402
-from plot_style import BLACK, COLOURS, MARKERS  # noqa: E402
+import plot_style
+from plot_style import BLACK, COLOURS, MARKERS
 
 plt = plot_style.load_pyplot("plot_generate.py")
 
