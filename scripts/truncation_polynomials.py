@@ -4,7 +4,7 @@ in double precision: the Maclaurin series, the series centred at each row's
 largest score, and the Chebyshev interpolant of exp on the model's score
 range (python/attnlab/polynomials.py). Separates the mathematics of a
 truncated series from float32's rounding: every number here is computed in
-float64.
+float64. Needs the attnlab package (installed, or python/ on PYTHONPATH).
 
 usage: /usr/bin/python3 scripts/truncation_polynomials.py RUN [RUN ...] --out CSV
            [--orders 1..12,16,24,32,48,64,96,128] [--windows 256] [--threads 1]
@@ -41,8 +41,6 @@ import time
 import plot_style
 from plot_style import InputError
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-
 COLUMNS = ["run", "lr", "seed", "largest_abs_score", "score_lo", "score_hi", "polynomial", "order",
            "bits_per_byte", "exact_bits_per_byte", "excess_bits", "mean_row_tv", "max_row_tv",
            "rows_nonpositive", "windows"]
@@ -70,11 +68,12 @@ class Scorer:
 
     def __init__(self, run_dir, windows):
         import torch
-        from attnlab import data, polynomials
-        from attnlab.run import evaluate, load_run
+        from attnlab import data, load_run, polynomials
+        from attnlab.run import evaluate
 
         self.torch, self.poly, self.evaluate = torch, polynomials, evaluate
-        self.config, self.model = load_run(run_dir, torch.float64)
+        run = load_run(run_dir)
+        self.config, self.model = run.config, run.model(torch.float64)
         a = self.config["attention"]
         if a["numerator"] != "exp" or a["denominator"] != "softmax" or a.get("clamp") is not None:
             raise InputError(f"{run_dir}: trained as {a['numerator']}/{a['denominator']}; "
