@@ -401,6 +401,7 @@ def train_run(run: dict, run_dir: str, init_path: str | None, opts, stop: Stop, 
                 p.copy_(resume["params"][n])
         opt.restore(resume["adam"])
         res, w = resume["result"], resume["window"]
+        res["status"], res["reason"] = "ok", ""  # it was saved as it stopped
         window.__dict__.update(w["window"])
         gnorm_sum, window_steps, window_s0 = w["grad_norm_sum"], w["steps"], w["seconds"]
         elapsed0 = res["wall_s"]
@@ -463,6 +464,8 @@ def train_run(run: dict, run_dir: str, init_path: str | None, opts, stop: Stop, 
     last_loss = last_gnorm = 0.0
     stopped = False
     for step in range(first_step, steps + 1):
+        if opts.stop_after and step == opts.stop_after + 1:
+            stop.signal = signal.SIGINT  # as if Ctrl-C came during step stop_after (for tests)
         if stop.signal:
             res["status"], res["reason"] = "interrupted", f"interrupted at step {step}"
             save_state(step - 1)
@@ -651,9 +654,12 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     ap.add_argument("--shard", default="", metavar="I/N", help="train only runs i with i mod N == I")
     ap.add_argument("--save-every", type=float, default=300.0, help="seconds between resume saves (0: when stopped)")
+    ap.add_argument("--stop-after", type=int, default=0, metavar="STEP",
+                    help="stop as Ctrl-C would after step STEP, saving the resume state (for tests)")
     ap.add_argument("--overwrite", action="store_true", help="retrain finished runs")
     ap.add_argument("--bench", type=int, default=0, metavar="STEPS",
-                    help="time STEPS training steps of the first run (after one untimed step), write nothing")
+                    help="time STEPS training steps of one run (--bench-run; after one untimed step), write nothing")
+    ap.add_argument("--bench-run", type=int, default=0, help="which run of the spec --bench times (0: the first)")
     ap.add_argument("--bench-batch", type=int, default=0, help="examples per step of --bench (default: the spec's)")
     ap.add_argument("--attnlab", help="the attnlab binary (default: $ATTNLAB_BINARY, build/app/attnlab, PATH)")
     opts = ap.parse_args(argv)
@@ -675,7 +681,7 @@ def main(argv=None) -> int:
         init_dir = os.path.join(tmp, f"rank{rank}")
         if opts.bench:
             resolved = resolve_spec(binary, opts.spec, opts.set, init_dir if opts.init == "attnlab" else None, None)
-            run0 = resolved["runs"][0]
+            run0 = resolved["runs"][opts.bench_run]
             init = os.path.join(init_dir, run0["id"] + ".safetensors") if opts.init == "attnlab" else None
             print(json.dumps(bench(run0, init, opts), indent=1), flush=True)
             return 0

@@ -14,6 +14,8 @@ against attnlab's own trainer.
                and `generate`; eval's loss equals the engine's final test loss.
   distributed  `torchrun --nproc_per_node 2` (gloo) against one process: final
                loss and the largest parameter difference.
+  resume       a run stopped after step 17 and resumed equals one never stopped.
+  docs         the python blocks of docs/engines.md run as written.
 
 The tolerance. Both trainers compute the same float32 arithmetic in another
 order (sums of products, reductions), so each one's trajectory differs from
@@ -60,7 +62,7 @@ VARIANTS = [  # (label, attention keys of the sweep point)
 ]
 
 
-def spec_text(name: str, tiny: bool, steps: int) -> str:
+def spec_text(name: str, tiny: bool, steps: int, lr: str = "3.0e-3") -> str:
     if tiny:  # seconds in CI: copy over 8 symbols, 1 layer of width 16
         task = "{kind: copy, vocab: 8, min_len: 2, max_len: 6, test_examples: 16, val_examples: 16}"
         model = "{layers: 1, d_model: 16, heads: 2, mlp: swiglu, position: rope}"
@@ -77,7 +79,7 @@ def spec_text(name: str, tiny: bool, steps: int) -> str:
           task: {task}
           model: {model}
           attention: {{numerator: exp, denominator: softmax}}
-          train: {{steps: {steps}, batch: {batch}, lr: 3.0e-3, warmup: 10, schedule: cosine,
+          train: {{steps: {steps}, batch: {batch}, lr: {lr}, warmup: 10, schedule: cosine,
                   weight_decay: 0.1, clip: 1.0, eval_every: {steps}, log_every: 1}}
         sweep:
         """) + sweep + "\n"
@@ -122,7 +124,7 @@ def check_equivalence(args, work: str) -> bool:
     name = "engine_equivalence"
     spec = os.path.join(work, "equivalence.yaml")
     with open(spec, "w") as f:
-        f.write(spec_text(name, args.tiny, args.steps))
+        f.write(spec_text(name, args.tiny, args.steps, args.lr))
     run([args.attnlab, "run", spec, "--out", os.path.join(work, "cpp"), "--threads", "1"])
     engine(args, spec, os.path.join(work, "torch"), "--threads", "1")
     engine(args, spec, os.path.join(work, "f64"), "--threads", "1", "--dtype", "float64")
@@ -206,16 +208,67 @@ def check_distributed(args, work: str) -> bool:
     return ok
 
 
+def check_resume(args, work: str) -> bool:
+    """A run stopped after step 17 (as by Ctrl-C) and resumed by the same
+    command ends with the parameters and metrics of a run never stopped."""
+    import numpy as np
+
+    sys.path.insert(0, PYTHON_DIR)
+    from attnlab.checkpoint import read_safetensors
+
+    name = "engine_resume"
+    spec = os.path.join(work, "resume.yaml")
+    with open(spec, "w") as f:
+        f.write(spec_text(name, True, 40).split("sweep:")[0].replace("log_every: 1", "log_every: 5")
+                .replace("eval_every: 40", "eval_every: 10"))
+    engine(args, spec, os.path.join(work, "whole"), "--threads", "1")
+    p = subprocess.run([sys.executable, "-m", "attnlab.train", spec, "--out", os.path.join(work, "parts"),
+                        "--threads", "1", "--stop-after", "17"], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=PYTHON_DIR, ATTNLAB_BINARY=args.attnlab))
+    rid = run_ids(args, spec)[0]
+    parts = os.path.join(work, "parts", name, "runs", rid)
+    stopped = p.returncode == 130 and os.path.exists(os.path.join(parts, "resume.torch.pt"))
+    engine(args, spec, os.path.join(work, "parts"), "--threads", "1")
+    whole = os.path.join(work, "whole", name, "runs", rid)
+    a, b = (read_safetensors(os.path.join(d, "model.safetensors")) for d in (whole, parts))
+    dp = max(float(np.abs(a[k] - b[k]).max()) for k in a)
+
+    def rows(d):  # without tokens_per_s and elapsed_s
+        with open(os.path.join(d, "metrics.csv")) as f:
+            return [",".join(line.split(",")[:7]) for line in f]
+
+    same = rows(whole) == rows(parts)
+    ok = stopped and dp == 0.0 and same
+    print(f"resume: stopped after step 17 (exit {p.returncode}), resumed: largest parameter difference {dp:.3e}, "
+          f"metrics.csv rows {'equal' if same else 'DIFFER'}{'' if ok else '  FAIL'}")
+    return ok
+
+
+def check_docs(args, work: str) -> bool:
+    """The python blocks of docs/engines.md run as written."""
+    import re
+
+    with open(os.path.join(os.path.dirname(PYTHON_DIR), "docs", "engines.md"), encoding="utf-8") as f:
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
+    for code in blocks:
+        run([sys.executable, "-c", code], env=env, cwd=work)
+    print(f"docs: {len(blocks)} python block(s) of docs/engines.md ran")
+    return len(blocks) > 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--attnlab", required=True)
     ap.add_argument("--tiny", action="store_true", help="the CI size (seconds)")
     ap.add_argument("--steps", type=int, default=50)
-    ap.add_argument("--only", default="equivalence,folder,distributed")
+    ap.add_argument("--lr", default="3.0e-3", help="learning rate of the equivalence runs")
+    ap.add_argument("--only", default="equivalence,folder,distributed,resume,docs")
     ap.add_argument("--keep", help="work in this folder and keep it")
     args = ap.parse_args()
     args.attnlab = os.path.abspath(args.attnlab)
-    checks = {"equivalence": check_equivalence, "folder": check_folder, "distributed": check_distributed}
+    checks = {"equivalence": check_equivalence, "folder": check_folder, "distributed": check_distributed,
+              "resume": check_resume, "docs": check_docs}
     ok = True
     with tempfile.TemporaryDirectory(prefix="attnlab_engine_") as tmp:
         work = args.keep or tmp
