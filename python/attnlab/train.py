@@ -51,7 +51,7 @@ import torch
 
 from . import data
 from .checkpoint import read_safetensors, read_safetensors_header
-from .layers import Transformer
+from .layers import Transformer, has_finite_state
 
 BETA1, BETA2, ADAM_EPS = 0.9, 0.95, 1e-8
 RESUME_FILE = "resume.torch.pt"
@@ -355,8 +355,9 @@ def train_run(run: dict, run_dir: str, init_path: str | None, opts, stop: Stop, 
 
     task = data.Task(cfg)
     seq_acc_applies = task.settings["kind"] != "text"
-    model = Transformer(cfg, int(run["vocab"]), int(run["max_positions"]),
-                        form=opts.form, chunk=opts.chunk)
+    # --form chunked applies to the variants with a finite state; the others train in the parallel form
+    form = opts.form if has_finite_state(cfg["attention"]) else "parallel"
+    model = Transformer(cfg, int(run["vocab"]), int(run["max_positions"]), form=form, chunk=opts.chunk)
     names = list(dict(model.named_parameters()))
     if init_path:
         init = read_safetensors(init_path)
@@ -383,7 +384,7 @@ def train_run(run: dict, run_dir: str, init_path: str | None, opts, stop: Stop, 
 
     res = {"status": "ok", "reason": "", "steps": 0, "best_step": 0, "wall_s": 0.0, "params": n_params,
            "nonpositive_steps": 0, "first_nonpositive": 0, "baselines": run.get("baselines"),
-           "attention_form": "quadratic" if opts.form == "parallel" else "chunked",
+           "attention_form": "quadratic" if form == "parallel" else "chunked",
            "final_val": None, "final_test": None, "best_val": None, "best_test": None}
     window, gnorm_sum, window_steps, window_s0, elapsed0, first_step = Window(), 0.0, 0, 0.0, 0.0, 1
     val_x, val_y = task.val_set()
@@ -644,6 +645,8 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
     ap.add_argument("--dtype", default="float32", choices=["float32", "float64"],
                     help="training precision (float64 for checks)")
+    ap.add_argument("--tf32", action="store_true",
+                    help="GPU matrix products in TF32 (faster, about 1e-3 relative rounding; not for equivalence checks)")
     ap.add_argument("--form", default="parallel", choices=["parallel", "chunked"],
                     help="attention form in training (chunked: finite-state variants only)")
     ap.add_argument("--chunk", type=int, default=64, help="steps per chunk of the chunked form")
@@ -675,6 +678,9 @@ def main(argv=None) -> int:
         torch.cuda.set_device(torch.device(opts.device))
     if opts.threads > 0:
         torch.set_num_threads(opts.threads)
+    if opts.tf32:  # float32 matrix products on tensor cores with 10-bit mantissas (Ampere and later)
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
 
     binary = find_attnlab(opts.attnlab)
     with tempfile.TemporaryDirectory(prefix="attnlab_init_") as tmp:
