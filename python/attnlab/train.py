@@ -403,7 +403,8 @@ def train_run(run: dict, run_dir: str, init_path: str | None, opts, stop: Stop, 
         opt.restore(resume["adam"])
         res, w = resume["result"], resume["window"]
         res["status"], res["reason"] = "ok", ""  # it was saved as it stopped
-        window.__dict__.update(w["window"])
+        if rank == 0:  # the saved sums are every process's: process 0 carries them on
+            window.__dict__.update(w["window"])
         gnorm_sum, window_steps, window_s0 = w["grad_norm_sum"], w["steps"], w["seconds"]
         elapsed0 = res["wall_s"]
         for _ in range(resume["step"]):
@@ -447,11 +448,16 @@ def train_run(run: dict, run_dir: str, init_path: str | None, opts, stop: Stop, 
                   f"acc {test['token_acc']:.3f} | {elapsed():.1f} s", flush=True)
 
     def save_state(step):
+        # Every process calls it at the same step: the train window's sums are
+        # summed over processes (a copy), and process 0 writes.
+        whole = Window()
+        whole.__dict__.update(window.__dict__)
+        whole.reduce(world > 1, device)
         if not writer:
             return
         st = {"step": step, "params": {n: p.detach().cpu() for n, p in model.named_parameters()},
               "adam": opt.state(), "result": dict(res, wall_s=elapsed()),
-              "window": {"window": dict(window.__dict__), "grad_norm_sum": gnorm_sum, "steps": window_steps,
+              "window": {"window": dict(whole.__dict__), "grad_norm_sum": gnorm_sum, "steps": window_steps,
                          "seconds": window_s0 + time.perf_counter() - window_t0}}
         tmp = resume_path + f".tmp{os.getpid()}"
         torch.save(st, tmp)
@@ -467,6 +473,16 @@ def train_run(run: dict, run_dir: str, init_path: str | None, opts, stop: Stop, 
     for step in range(first_step, steps + 1):
         if opts.stop_after and step == opts.stop_after + 1:
             stop.signal = signal.SIGINT  # as if Ctrl-C came during step stop_after (for tests)
+        save_due = opts.save_every > 0 and step > first_step and time.perf_counter() - last_save >= opts.save_every
+        if world > 1:  # processes stop and save at the same step: any one's signal or clock decides
+            flags = torch.tensor([float(stop.signal), float(save_due)], dtype=torch.float64, device=device)
+            torch.distributed.all_reduce(flags, op=torch.distributed.ReduceOp.MAX)
+            if flags[0] > 0 and not stop.signal:
+                stop.signal = int(flags[0])
+            save_due = bool(flags[1] > 0)
+        if save_due and not stop.signal:
+            save_state(step - 1)
+            last_save = time.perf_counter()
         if stop.signal:
             res["status"], res["reason"] = "interrupted", f"interrupted at step {step}"
             save_state(step - 1)
@@ -541,9 +557,6 @@ def train_run(run: dict, run_dir: str, init_path: str | None, opts, stop: Stop, 
                 metrics.flush()
             window, gnorm_sum, window_steps, window_s0 = Window(), 0.0, 0, 0.0
             window_t0 = time.perf_counter()
-        if opts.save_every > 0 and step < steps and time.perf_counter() - last_save >= opts.save_every:
-            save_state(step)
-            last_save = time.perf_counter()
     model.set_stats(None)
     res["wall_s"] = elapsed()
     if metrics:
