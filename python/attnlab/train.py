@@ -522,7 +522,10 @@ def train_run(run: dict, run_dir: str, init_path: str | None, opts, stop: Stop, 
             res["nonpositive_steps"] += 1
             if res["nonpositive_steps"] == 1:
                 res["first_nonpositive"] = step
-        gnorm = math.sqrt(sum(float(p.grad.double().pow(2).sum()) for p in params))
+        sq = torch.zeros((), dtype=torch.float64, device=device)  # in float64, one read back per step
+        for p in params:
+            sq += p.grad.double().pow(2).sum()
+        gnorm = math.sqrt(float(sq))
         if not math.isfinite(loss) or not math.isfinite(gnorm):
             res["status"] = "diverged"
             res["reason"] = f"{'loss' if not math.isfinite(loss) else 'gradient'} not finite at step {step}"
@@ -685,8 +688,8 @@ def main(argv=None) -> int:
     if world > 1:
         backend = "nccl" if opts.device.startswith("cuda") else "gloo"
         torch.distributed.init_process_group(backend)
-        if opts.device == "cuda":
-            opts.device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+    if opts.device == "cuda":  # this process's GPU: LOCAL_RANK under torchrun
+        opts.device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     if opts.device.startswith("cuda"):
         torch.cuda.set_device(torch.device(opts.device))
     if opts.threads > 0:
