@@ -10,8 +10,9 @@ against attnlab's own trainer.
                (train.log_every 1): the largest difference of the training
                losses over the steps against the tolerance below. The engine
                also trains each variant in float64, which gives the tolerance.
-  folder       the engine's run folder read by `attnlab summarize`, `eval`
-               and `generate`; eval's loss equals the engine's final test loss.
+  folder       `attnlab run --engine torch` (the handover to the engine); its
+               run folder read by `attnlab summarize`, `eval` and `generate`;
+               eval's loss equals the engine's final test loss.
   distributed  `torchrun --nproc_per_node 2` (gloo) against one process: final
                loss and the largest parameter difference.
   resume       a run stopped after step 17 and resumed equals one never stopped.
@@ -184,7 +185,9 @@ def check_folder(args, work: str) -> bool:
     spec = os.path.join(work, "folder.yaml")
     with open(spec, "w") as f:
         f.write(spec_text(name, True, 30).split("sweep:")[0].replace("log_every: 1", "log_every: 0"))
-    engine(args, spec, os.path.join(work, "folder"), "--threads", "1")
+    # through `attnlab run --engine torch`, which hands the spec over to python -m attnlab.train
+    run([args.attnlab, "run", spec, "--engine", "torch", "--python", sys.executable, "--out",
+         os.path.join(work, "folder"), "--threads", "1"])
     sweep = os.path.join(work, "folder", name)
     rid = run_ids(args, spec)[0]
     run_dir = os.path.join(sweep, "runs", rid)
