@@ -8,14 +8,20 @@
 // at once may take (runner.hpp).
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <signal.h>
+#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
 #include "attnlab/run/resources.hpp"
 #include "attnlab/run/runner.hpp"
+#include "attnlab/util/error.hpp"
 #include "cli_values.hpp"
 #include "commands.hpp"
+#include "data_files.hpp"
 #include "spec_options.hpp"
 
 namespace attnlab::cli {
@@ -46,6 +52,32 @@ void install_stop_handlers() {
     // with the file's name, instead of killing the process with SIGXFSZ.
     std::signal(SIGXFSZ, SIG_IGN);
 }
+// --engine torch: the spec loaded (so its errors are this program's), the
+// process becomes `python3 -m attnlab.train SPEC --out DIR ...` with the
+// package importable (data_files.hpp) and this binary as
+// ATTNLAB_BINARY (docs/engines.md). Returns only when exec fails.
+int exec_torch_engine(const std::string& python, const std::string& spec, const std::vector<std::string>& sets,
+                      const std::string& out, const std::string& device, const std::string& shard, double save_every,
+                      bool overwrite, int threads) {
+    namespace fs = std::filesystem;
+    put_python_package_on_path();  // installed: the package is where python3 looks already
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    if (!ec) ::setenv("ATTNLAB_BINARY", self.c_str(), 1);
+    std::vector<std::string> args = {python, "-m",       "attnlab.train", spec,           "--out",
+                                     out,    "--device", device,          "--save-every", std::to_string(save_every)};
+    for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+    if (!shard.empty()) args.insert(args.end(), {"--shard", shard});
+    if (threads > 0) args.insert(args.end(), {"--threads", std::to_string(threads)});
+    if (overwrite) args.push_back("--overwrite");
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    spdlog::error("--engine torch: cannot run {}: {}", python, std::strerror(errno));
+    return exit_failure;
+}
+
 }  // namespace
 
 void add_run(CLI::App& app, action& chosen) {
@@ -59,7 +91,21 @@ void add_run(CLI::App& app, action& chosen) {
     auto save_every = std::make_shared<double>(300);
     auto overwrite = std::make_shared<bool>(false);
     auto rerun_other_builds = std::make_shared<bool>(false);
+    auto engine = std::make_shared<std::string>("attnlab");
+    auto device = std::make_shared<std::string>("cpu");
+    auto python = std::make_shared<std::string>("/usr/bin/python3");
     opts->add_to(*cmd);
+    cmd->add_option("--engine", *engine,
+                    "attnlab (this program) or torch (hand the spec's runs over to python -m attnlab.train, "
+                    "docs/engines.md)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"attnlab", "torch"}));
+    cmd->add_option("--device", *device, "With --engine torch: cpu, cuda or cuda:N")
+        ->capture_default_str()
+        ->check(not_empty("a device"));
+    cmd->add_option("--python", *python, "With --engine torch: the python3 that has torch")
+        ->capture_default_str()
+        ->check(not_empty("a program"));
     cmd->add_option("--out", *out, "Directory that receives <name>/")
         ->capture_default_str()
         ->check(not_empty("a directory"))
@@ -97,6 +143,13 @@ void add_run(CLI::App& app, action& chosen) {
             if (!shard->empty()) ro.shard = parse_shard(*shard);
             if (!max_memory->empty()) ro.max_memory = parse_size(*max_memory, "--max-memory");
             const experiment_spec spec = opts->load();
+            if (*engine == "torch") {
+                for (const char* only_here : {"--jobs", "--max-memory", "--rerun-other-builds"})
+                    if (cmd->count(only_here) > 0)
+                        throw config_error(std::string(only_here) + " does not apply to --engine torch");
+                return exec_torch_engine(*python, opts->path, opts->overrides, *out, *device, *shard, *save_every,
+                                         *overwrite, *threads);
+            }
             install_stop_handlers();
             ro.out_root = *out;
             ro.threads = *threads;

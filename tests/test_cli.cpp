@@ -13,6 +13,11 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "attnlab/io/safetensors.hpp"
+#include "attnlab/model/make_model.hpp"
+#include "attnlab/spec/spec.hpp"
 #include "support/process_support.hpp"
 #include "support/run_results.hpp"
 #include "support/tiny_spec.hpp"
@@ -292,6 +297,43 @@ TEST_CASE("attnlab list prints the run ids in order", "[cli]") {
                                                           "model.mlp=none,seed=0", "model.mlp=none,seed=1",
                                                           "model.mlp=swiglu,seed=0", "model.mlp=swiglu,seed=1"});
     }
+}
+
+TEST_CASE("attnlab list --json, --init-dir and --sweep-dir: the resolved runs for another trainer", "[cli]") {
+    temp_dir dir;
+    const fs::path spec = dir / "tiny.yaml";
+    write_text(spec, tiny_spec);
+    const auto r = run_cli({"list", spec.string(), "--json", "--init-dir", (dir / "init").string(), "--sweep-dir",
+                            (dir / "out").string()});
+    REQUIRE(r.code == 0);
+    const attnlab::experiment_spec loaded = attnlab::load_spec(spec.string(), {});
+    REQUIRE(loaded.runs.size() == 2);
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    CHECK(j["name"] == "tiny");
+    REQUIRE(j["runs"].size() == 2);
+    for (std::size_t i = 0; i < loaded.runs.size(); ++i) {
+        const attnlab::run_point& run = loaded.runs[i];
+        INFO(run.id);
+        const nlohmann::json& jr = j["runs"][i];
+        CHECK(jr["id"] == run.id);
+        // The config.yaml attnlab run writes, byte for byte.
+        CHECK(jr["config_yaml"] == attnlab::run_config_to_yaml(run.config));
+        attnlab::transformer<float> model = attnlab::make_model<float>(run.config);
+        model.init_params(static_cast<std::uint64_t>(run.config.seed));
+        CHECK(jr["vocab"] == model.vocab());
+        CHECK(jr["max_positions"] == model.max_T());
+        CHECK(jr["params"] == model.params.size());
+        // The initial weights are the trainer's, from the run's seed (seeds differ, so do the files).
+        const std::vector<float> init = attnlab::safetensors_read((dir / "init" / (run.id + ".safetensors")).string(),
+                                                                  model.layout().named_tensors());
+        CHECK(init == model.params);
+    }
+    // The sweep's folder as attnlab run writes it: summarize finds its spec there.
+    CHECK(fs::is_regular_file(dir / "out" / "tiny" / "spec.yaml"));
+    CHECK(fs::is_regular_file(dir / "out" / "tiny" / "overrides.yaml"));
+    CHECK(fs::is_regular_file(dir / "out" / "tiny" / "spec_folder.txt"));
+    // Without --json, the ids as before.
+    CHECK(lines_of(run_cli({"list", spec.string()}).out) == std::vector<std::string>{"seed=0", "seed=1"});
 }
 
 TEST_CASE("attnlab list and validate reject a bad --set with exit code 2", "[cli]") {
