@@ -312,6 +312,35 @@ TEST_CASE("per-position loss: on a text run, the count-weighted mean is the test
     CHECK_THAT(lines[1], Contains(",8,exp/softmax,exp/softmax,float"));
 }
 
+TEST_CASE("per-position loss beyond the trained length: --set task.seq_len, refused for learned positions",
+          "[analysis][cli]") {
+    temp_dir dir;
+    auto spec = [](const std::string& name, const std::string& position) {
+        return "name: " + name + "\nbase:\n  seed: 0\n  task: {kind: text, path: " + text_fixture +
+               ", seq_len: 16, test_examples: 8}\n"
+               "  model: {layers: 1, d_model: 16, heads: 2, position: " + position + "}\n"
+               "  attention: {numerator: exp, denominator: softmax}\n"
+               "  train: {steps: 20, batch: 4, lr: 1.0e-3, warmup: 1, eval_every: 10}\n";
+    };
+    const fs::path rope = trained_run(dir, "ext", spec("ext", "rope"), "seed=0");
+    const cli_result r = run_cli({"eval", rope.string(), "--threads", "1", "--set", "task.seq_len=48", "--per-position",
+                                  (dir / "ext.csv").string()});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto lines = lines_of(read_text(dir / "ext.csv"));
+    REQUIRE(lines.size() == 1 + 48);  // positions 0..47: three times the 16 it was trained on
+    CHECK_THAT(lines[48], StartsWith("47,"));
+    // Windows of the trained length score as eval without --set does.
+    const cli_result same = run_cli({"eval", rope.string(), "--threads", "1", "--set", "task.seq_len=16"});
+    CHECK(same.out == run_cli({"eval", rope.string(), "--threads", "1"}).out);
+    // A learned position table has 16 rows: a longer window has no position to look up.
+    const fs::path learned = trained_run(dir, "lrn", spec("lrn", "learned"), "seed=0");
+    const cli_result refused = run_cli({"eval", learned.string(), "--set", "task.seq_len=48"});
+    CHECK(refused.code == 2);
+    CHECK_THAT(refused.err, Contains("other parameters than the run's checkpoint") && Contains("pos.weight") &&
+                                Contains("learned positions"));
+}
+
 TEST_CASE("per-position loss: a synthetic task counts its answer positions only", "[analysis][cli]") {
     temp_dir dir;
     const fs::path run = trained_run(dir, "ppl", tiny_lookup_spec("ppl", 4, 2, ""), "seed=0");

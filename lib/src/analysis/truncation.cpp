@@ -61,11 +61,13 @@ std::string parameter_difference(const run_config& trained, const run_config& ev
 run_config evaluated_config(const run_config& trained, const std::vector<std::string>& overrides) {
     const run_config c = apply_overrides(trained, overrides, evaluation_limits());
     const std::string why = parameter_difference(trained, c);
-    if (!why.empty())
+    if (why.empty()) return c;
+    if (variant_label(c.attention) != variant_label(trained.attention))
         throw config_error("--set: the run was trained as " + variant_label(trained.attention) + "; " +
                            variant_label(c.attention) + " has other parameters: " + why +
                            " (eval can change the variant only when the checkpoint fits it unchanged)");
-    return c;
+    throw config_error("--set: the model these keys describe has other parameters than the run's checkpoint: " +
+                       why + " (a model with learned positions is tied to the length it was trained on)");
 }
 
 std::vector<int> parse_order_list(const std::string& text, const std::string& option) {

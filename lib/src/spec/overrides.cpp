@@ -22,7 +22,10 @@ const config_limits& training_limits() {
 
 const config_limits& evaluation_limits() {
     static const config_limits limits = [] {
-        const std::vector<std::string> test = {"task.test_examples", "task.test_min_len", "task.test_max_len"};
+        // task.seq_len and task.pairs score lookup and text models on longer (or shorter) windows than they
+        // were trained on: extrapolation; a model with learned positions is refused by the parameter check.
+        const std::vector<std::string> test = {"task.test_examples", "task.test_min_len", "task.test_max_len",
+                                               "task.seq_len", "task.pairs"};
         const std::vector<std::string> variant = {"attention.numerator", "attention.order", "attention.denominator"};
         config_limits l{160, test, "eval cannot change it", ""};
         l.keys.insert(l.keys.end(), variant.begin(), variant.end());
