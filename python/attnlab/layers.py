@@ -19,10 +19,11 @@ here in three forms that compute the same function:
              kernels on a GPU, nothing T x T stored);
   chunked    for the numerators with a finite state (every one but exp and a
              clamped score kernel): within a chunk of C steps the quadratic
-             form, across chunks the state S = sum_j phi(k_j) v_j^T, so memory
-             grows as T C instead of T^2;
-  recurrent  the chunked form with C = 1: one state update per step, as the
-             model would run at generation time.
+             form (the score kernels as a polynomial of s = q.k/sqrt(HS), not
+             through features), across chunks the state S = sum_j phi(k_j) v_j^T,
+             all chunks at once; memory grows as T C + (T/C) F HS instead of T^2;
+  recurrent  one state update per step in a Python loop, as the model would
+             run at generation time (slow: for checks and generation).
 
 The feature map phi of the finite-state forms (docs/attention.md, "Recurrent
 form"): for taylor of order n the concatenation over m = 0..n of the symmetric
@@ -238,40 +239,126 @@ def attention(q, k, v, att: dict, g_in=None, g_out=None, out_norm_w=None, out_no
         if not has_finite_state(att):
             raise ValueError(f"{att['numerator']} (clamp {att.get('clamp')}) has no finite state: "
                              "use form='parallel'")
-        u, z = _chunked(features(q, att), features(k, att), vg, 1 if form == "recurrent" else int(chunk),
-                        den == "softmax")
+        if form == "recurrent":
+            u, z = _recurrent(features(q, att), features(k, att), vg, den == "softmax")
+        else:
+            if int(chunk) < 1:
+                raise ValueError(f"chunk {chunk}: at least 1")
+            u, z = _chunked(q, k, vg, att, int(chunk), den == "softmax")
     if stats is not None and z is not None and sign(att["numerator"], att.get("order")) != "non_negative":
         stats["nonpositive_rows"] = stats.get("nonpositive_rows", 0) + int((z <= 0).sum())
     o = denominator(u, z, att, out_norm_w, out_norm_b)
     return o if g_out is None else o * g_out[..., None]
 
 
-def _chunked(fq, fk, v, C: int, want_z: bool):
-    """u_t = sum_{j<=t} (fq_t . fk_j) v_j and z_t = sum_{j<=t} fq_t . fk_j,
-    in chunks of C steps: within a chunk the masked products, across chunks
-    the state S (B, H, F, HS) and Z (B, H, F). fq, fk (B, H, T, F); v (B, H, T, HS)."""
+def pair_weights(q, k, att: dict, fq=None, fk=None):
+    """w_ij = kernel(q_i, k_j) of a finite-state variant for every pair of the
+    last-but-one axes, (..., Tq, Tk), unmasked. The score kernels (taylor,
+    power, linear) take the polynomial of s = q.k/sqrt(HS) directly, which
+    equals phi(q).phi(k) and costs HS per pair instead of F (2,145 for taylor 2
+    at HS 64); the feature kernels use their features (fq, fk when given)."""
+    num = att["numerator"]
+    if num in FEATURE_KERNELS:
+        eps = float(att.get("eps", 1e-6))
+        fq = feature_map(num, q, eps) if fq is None else fq
+        fk = feature_map(num, k, eps) if fk is None else fk
+        return fq @ fk.transpose(-1, -2)
+    s = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
+    if num == "taylor":
+        return taylor_exp(s, int(att["order"]))
+    if num == "power":
+        n = int(att["order"])
+        return s**n / math.factorial(n)
+    if num == "linear":
+        return s
+    raise ValueError(f"numerator {num!r} has no finite state (exp, or a clamped score kernel)")
+
+
+def state_blocks(x, att: dict):
+    """The features of the chunked form's state, as blocks whose dot products
+    summed give the kernel: a feature kernel's phi(x); for taylor, power and
+    linear one block per degree m of s, (s^m/m! = block_m(q).block_m(k)).
+    Degrees 0-2 are the full tensor powers x^(m) scaled by (HS^(m/2) m!)^(-1/2)
+    (HS^2 entries at m = 2 instead of the C(HS+1, 2) of the symmetric power:
+    twice the multiply-adds, but an outer product in place of gathering
+    index pairs, whose backward costs more than the products saved);
+    degrees 3 and up the symmetric powers of features() (HS^m would not fit)."""
+    num = att["numerator"]
+    if num in FEATURE_KERNELS:
+        return [feature_map(num, x, float(att.get("eps", 1e-6)))]
+    d = x.shape[-1]
+    if num == "linear":
+        degrees = [1]
+    elif num == "power":
+        degrees = [int(att["order"])]
+    elif num == "taylor":
+        degrees = list(range(int(att["order"]) + 1))
+    else:
+        raise ValueError(f"numerator {num!r} has no finite state (exp, or a clamped score kernel)")
+    blocks = []
+    for m in degrees:
+        if m == 0:
+            blocks.append(torch.ones(*x.shape[:-1], 1, dtype=x.dtype, device=x.device))
+        elif m == 1:
+            blocks.append(x * d**-0.25)
+        elif m == 2:
+            xs = x * (d**-0.25 / 2**0.25)  # (x/HS^(1/4)) / 2^(1/4) on each side: (q.k)^2 / (2 HS)
+            blocks.append((xs[..., :, None] @ xs[..., None, :]).flatten(-2))  # a product: its backward is too
+        else:
+            blocks.append(symmetric_power(x / d**0.25, m))
+    return blocks
+
+
+def _chunked(q, k, v, att: dict, C: int, want_z: bool):
+    """u_t = sum_{j<=t} w_tj v_j and z_t = sum_{j<=t} w_tj of a finite-state
+    variant in chunks of C steps, all chunks at once (no Python loop over
+    time): within a chunk the masked (C, C) weights of pair_weights, across
+    chunks phi(q_t) . S_c, S_c = sum_{j before chunk c} phi(k_j) v_j^T being the
+    cumulative sum over chunks of each chunk's phi(k)^T v, per block of
+    state_blocks. q, k, v (B, H, T, HS). Per head, memory about T C + (T/C) F HS
+    and cost about 2 T C HS + 2 T F HS multiply-adds, against T^2 and T^2 HS
+    for the parallel form (which computes the whole square, masked or not)."""
+    B, H, T, HS = q.shape
+    N = -(-T // C)
+    pad = N * C - T
+    if pad:  # padded steps come after every real one: causally they reach no real output
+        q, k, v = (F.pad(x, (0, 0, 0, pad)) for x in (q, k, v))
+    qc, kc, vc = (x.reshape(B, H, N, C, HS) for x in (q, k, v))
+    causal = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
+    if att["numerator"] in FEATURE_KERNELS:
+        fq, fk = state_blocks(qc, att)[0], state_blocks(kc, att)[0]
+        w = pair_weights(qc, kc, att, fq, fk)
+        blocks = [(fq[:, :, 1:], fk[:, :, :-1])]
+    else:
+        w = pair_weights(qc, kc, att)
+        blocks = zip(state_blocks(qc[:, :, 1:], att), state_blocks(kc[:, :, :-1], att)) if N > 1 else []
+    w = torch.where(causal, w, torch.zeros((), dtype=w.dtype, device=w.device))  # (B, H, N, C, C)
+    u = w @ vc  # (B, H, N, C, HS)
+    z = w.sum(-1) if want_z else None  # (B, H, N, C)
+    if N > 1:
+        for fq, fk in blocks:  # chunks 1.. read the state after chunks ..N-2
+            u[:, :, 1:] += fq @ (fk.transpose(-1, -2) @ vc[:, :, :-1]).cumsum(2)
+            if want_z:
+                z[:, :, 1:] += (fq @ fk.sum(-2).cumsum(2)[..., None])[..., 0]
+    u = u.reshape(B, H, N * C, HS)[:, :, :T]
+    return u, (z.reshape(B, H, N * C)[..., :T] if want_z else None)
+
+
+def _recurrent(fq, fk, v, want_z: bool):
+    """The same sums one step at a time, as a model generating would: the
+    state S += phi(k_t) v_t^T, then u_t = phi(q_t) . S (and Z, z_t for
+    softmax). fq, fk (B, H, T, F); v (B, H, T, HS)."""
     B, H, T, Fd = fq.shape
     S = torch.zeros(B, H, Fd, v.shape[-1], dtype=v.dtype, device=v.device)
     Z = torch.zeros(B, H, Fd, dtype=v.dtype, device=v.device)
     us, zs = [], []
-    for t0 in range(0, T, C):
-        t1 = min(T, t0 + C)
-        qc, kc, vc = fq[:, :, t0:t1], fk[:, :, t0:t1], v[:, :, t0:t1]
-        if t1 - t0 == 1:
-            S = S + kc.transpose(-1, -2) @ vc
-            Z = Z + kc[:, :, 0]
-            us.append(qc @ S)
-            if want_z:
-                zs.append((qc[:, :, 0] * Z).sum(-1, keepdim=True))
-            continue
-        w = (qc @ kc.transpose(-1, -2)).tril()  # (B, H, c, c) within the chunk
-        us.append(w @ vc + qc @ S)
+    for t in range(T):
+        S = S + fk[:, :, t, :, None] * v[:, :, t, None, :]
+        us.append((fq[:, :, t, None, :] @ S)[:, :, 0])
         if want_z:
-            zs.append(w.sum(-1) + (qc @ Z[..., None])[..., 0])
-        S = S + kc.transpose(-1, -2) @ vc
-        Z = Z + kc.sum(-2)
-    u = torch.cat(us, dim=-2)
-    return u, (torch.cat(zs, dim=-1) if want_z else None)
+            Z = Z + fk[:, :, t]
+            zs.append((fq[:, :, t] * Z).sum(-1))
+    return torch.stack(us, dim=-2), (torch.stack(zs, dim=-1) if want_z else None)
 
 
 # ---------------------------------------------------------------- modules

@@ -131,11 +131,13 @@ class FormsTest(unittest.TestCase):
                     with self.assertRaisesRegex(ValueError, "no finite state.*parallel"):
                         layers.attention(q, k, v, att, form=form)
 
-    def test_a_bad_form_is_refused(self):
+    def test_bad_form_and_chunk_are_refused(self):
         q, k, v, *_ = inputs(6)
         att = layers.variant("taylor", "norm", 2)
         with self.assertRaisesRegex(ValueError, "form"):
             layers.attention(q, k, v, att, form="blocked")
+        with self.assertRaisesRegex(ValueError, "chunk"):
+            layers.attention(q, k, v, att, form="chunked", chunk=0)
 
 
 if __name__ == "__main__":
