@@ -607,7 +607,8 @@ def bench(run: dict, init_path: str | None, opts) -> dict:
 
     device = torch.device(opts.device)
     cfg = check_config(run["config_yaml"], "config.yaml")
-    model = Transformer(cfg, int(run["vocab"]), int(run["max_positions"]), form=opts.form, chunk=opts.chunk)
+    form = opts.form if has_finite_state(cfg["attention"]) else "parallel"  # as training does
+    model = Transformer(cfg, int(run["vocab"]), int(run["max_positions"]), form=form, chunk=opts.chunk)
     if init_path:
         init = read_safetensors(init_path)
         with torch.no_grad():
@@ -640,7 +641,8 @@ def bench(run: dict, init_path: str | None, opts) -> dict:
     s = sum(times) / len(times)
     tokens = B * xb.shape[1]
     spec_B = int(cfg["train"]["batch"])
-    out = {"run": run["id"], "params": sum(p.numel() for p in params), "device": str(device),
+    out = {"run": run["id"], "form": form, "chunk": opts.chunk if form == "chunked" else None,
+           "params": sum(p.numel() for p in params), "device": str(device),
            "threads": torch.get_num_threads(), "batch": B, "micro_batch": micro, "T": int(xb.shape[1]),
            "s_per_step": s, "tokens_per_s": tokens / s, "spec_batch": spec_B,
            "s_per_1000_steps_at_spec_batch": 1000 * s * spec_B / B}

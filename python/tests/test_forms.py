@@ -5,13 +5,22 @@ our own), every denominator, with and without the gates, the chunked form
 recurrent form equal the parallel form in float64; the chunked form's
 gradients pass torch.autograd.gradcheck for a few representative variants;
 the variants without a finite state refuse the chunked and recurrent forms
-with a ValueError that says so."""
+with a ValueError that says so; and the PyTorch engine trains in the
+chunked form (`python -m attnlab.train --form chunked`) what it trains in the
+parallel form, to float64 rounding, the variants without a finite state in
+the parallel form."""
 
+import csv
 import itertools
+import json
+import os
+import sys
 import unittest
 
 import torch
+import yaml
 
+import support
 from attnlab import layers, variants
 
 B, H, T, HS = 2, 2, 13, 4
@@ -138,6 +147,54 @@ class FormsTest(unittest.TestCase):
             layers.attention(q, k, v, att, form="blocked")
         with self.assertRaisesRegex(ValueError, "chunk"):
             layers.attention(q, k, v, att, form="chunked", chunk=0)
+
+
+ENGINE_SPEC = """name: forms
+base:
+  seed: 0
+  task: {kind: lookup, vocab: 24, seq_len: 20, pairs: 3, test_examples: 32, val_examples: 16}
+  model: {layers: 2, d_model: 16, heads: 2, mlp: swiglu, position: rope}
+  attention: {numerator: taylor, order: 2, denominator: norm}
+  train: {steps: 12, batch: 8, lr: 3.0e-3, warmup: 2, eval_every: 6}
+sweep:
+  - {attention.numerator: [taylor], attention.order: [2], attention.denominator: [norm, softmax]}
+  - {attention.numerator: [elu1, exp], attention.denominator: [softmax]}
+"""
+
+
+def engine(*args) -> str:
+    env = dict(os.environ, ATTNLAB_BINARY=support.attnlab_binary(),
+               PYTHONPATH=os.path.join(support.SOURCE_DIR, "python"))
+    return support.run([sys.executable, "-m", "attnlab.train", *args, "--threads", "1"], env=env).stdout
+
+
+class EngineFormTest(unittest.TestCase):
+    def test_the_engine_trains_the_same_runs_in_the_chunked_form(self):
+        work = support.temp_dir("attnlab_forms_")
+        spec = os.path.join(work, "forms.yaml")
+        with open(spec, "w") as f:
+            f.write(ENGINE_SPEC)
+        for form in ("parallel", "chunked"):
+            engine(spec, "--out", os.path.join(work, form), "--form", form, "--chunk", "7", "--dtype", "float64")
+        runs = sorted(os.listdir(os.path.join(work, "chunked", "forms", "runs")))
+        self.assertEqual(len(runs), 4)
+        for run in runs:
+            folders = {form: os.path.join(work, form, "forms", "runs", run) for form in ("parallel", "chunked")}
+            with open(os.path.join(folders["chunked"], "result.yaml")) as f:
+                form = yaml.safe_load(f)["attention_form"]
+            self.assertEqual(form, "quadratic" if "numerator=exp" in run else "chunked", run)
+            rows = {}
+            for name, folder in folders.items():
+                with open(os.path.join(folder, "metrics.csv")) as f:
+                    rows[name] = list(csv.DictReader(f))
+            self.assertEqual(len(rows["chunked"]), len(rows["parallel"]))
+            for a, b in zip(rows["chunked"], rows["parallel"]):
+                for key in a:
+                    if key.endswith("loss") and a[key]:
+                        self.assertAlmostEqual(float(a[key]), float(b[key]), delta=1e-9, msg=f"{run} {key}")
+        # --bench with --form chunked times exp/softmax (the spec's first run here) in the parallel form
+        out = engine(support.QUICKSTART_SPEC, "--bench", "1", "--bench-batch", "2", "--form", "chunked")
+        self.assertEqual(json.loads(out[out.index("{"):])["form"], "parallel")
 
 
 if __name__ == "__main__":
