@@ -6,23 +6,27 @@ analytically. docs/engines.md ("The chunked form") has a table it made.
 
 usage: /usr/bin/python3 scripts/bench_forms.py [--T 1024,2048,4096] [--heads 2] [--head-dim 64]
            [--batch 1] [--reps 5] [--threads 1] [--device cpu] [--dtype float32]
-           [--variants exp/softmax,taylor2/norm] [--chunks 64,256] [--baseline LAYERS_PY]
+           [--variants exp/softmax,taylor2/norm] [--chunks 64,256] [--keep] [--baseline LAYERS_PY]
 
 Each repetition times every case once, interleaved (cases x T in turn), after
 one untimed warm-up of each; the table has the median and the spread (min-max)
 of --reps repetitions, in milliseconds, for q, k, v (B, H, T, HS) with
 requires_grad: o = attention(q, k, v); (o * g).sum().backward() for a fixed
-random g. exp/softmax runs in the parallel form only (it goes through
+random g. The chunked form recomputes its states in the backward
+(layers.RECOMPUTE_STATES); --keep adds rows "chunked C keep" that keep them.
+exp/softmax runs in the parallel form only (it goes through
 scaled_dot_product_attention where torch has it, 2.0+). --baseline times the
 chunked form of another layers.py too (e.g. `git show main:python/attnlab/layers.py
 > /tmp/l.py`), as a row "chunked C (baseline)".
 
-Column F: the chunked form's features per head (layers.state_blocks; 4,161
-for taylor 2 at HS 64). Column "elements per head", what the backward keeps
-per head, counted analytically: parallel T^2, one (T, T) matrix (it keeps
-several: scores, weights, masks); chunked (T/C - 1) F HS (the states) + T C
-(the within-chunk weights) + 2 (T/C - 1) C F (the features of q and k that
-meet a state). Needs the attnlab package (installed, or python/ on PYTHONPATH).
+Column "kept MiB": what the autograd graph keeps for the backward, measured
+(torch.autograd.graph.saved_tensors_hooks, each saved tensor's storage
+counted once, q, k and v included; the forward's transient peak is not
+in it). Column F: the chunked form's features per head (layers.state_blocks; 4,161
+for taylor 2 at HS 64). Column "states MiB": the features of q and k that
+meet a state and the states, 2 (T/C - 1) C F + (T/C - 1) F HS numbers per
+head, counted analytically: what "keep" keeps beyond the rest, and what the
+default recomputes in the backward (one layer's at a time in a model). Needs the attnlab package (installed, or python/ on PYTHONPATH).
 """
 
 from __future__ import annotations
@@ -84,6 +88,8 @@ def main():
     ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     ap.add_argument("--variants", default="exp/softmax,taylor2/norm")
     ap.add_argument("--chunks", default="64,256")
+    ap.add_argument("--keep", action="store_true",
+                    help="time the chunked form keeping its states for the backward too (layers.RECOMPUTE_STATES off)")
     ap.add_argument("--baseline", help="another layers.py whose chunked form is timed too")
     opts = ap.parse_args()
     torch.set_num_threads(opts.threads)
@@ -91,6 +97,13 @@ def main():
     Ts = [int(t) for t in opts.T.split(",")]
     chunks = [int(c) for c in opts.chunks.split(",")]
     baseline = load_baseline(opts.baseline) if opts.baseline else None
+
+    def keeping(q, k, v, att, c):  # the chunked form keeping its states for the backward
+        layers.RECOMPUTE_STATES = False
+        try:
+            return layers.attention(q, k, v, att, form="chunked", chunk=c)
+        finally:
+            layers.RECOMPUTE_STATES = True
 
     cases = []  # (label, variant, function(q, k, v, att))
     for text in opts.variants.split(","):
@@ -100,6 +113,9 @@ def main():
             for c in chunks:
                 cases.append((text, f"chunked {c}", att,
                               lambda q, k, v, att, c=c: layers.attention(q, k, v, att, form="chunked", chunk=c)))
+                if opts.keep:
+                    cases.append((text, f"chunked {c} keep", att,
+                                  lambda q, k, v, att, c=c: keeping(q, k, v, att, c)))
                 if baseline is not None:
                     cases.append((text, f"chunked {c} (baseline)", att,
                                   lambda q, k, v, att, c=c: baseline.attention(q, k, v, att, form="chunked",
@@ -123,6 +139,24 @@ def main():
             torch.cuda.synchronize()
         return time.perf_counter() - t0
 
+    def kept(T, fn, att):
+        """MiB the autograd graph keeps for the backward (every saved tensor's
+        storage once, q, k and v included), from saved_tensors_hooks."""
+        q, k, v, _ = data[T]
+        xs = [x.detach().requires_grad_(True) for x in (q, k, v)]
+        seen = {}
+
+        def pack(t):
+            st = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+            seen[st.data_ptr()] = st.nbytes()
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            o = fn(*xs, att)
+        del o
+        return sum(seen.values()) / 2**20
+
+    saved = {(T, i): kept(T, case[3], case[2]) for T in Ts for i, case in enumerate(cases)}
     times = {(T, i): [] for T in Ts for i in range(len(cases))}
     for rep in range(opts.reps + 1):
         for T in Ts:
@@ -134,18 +168,20 @@ def main():
     sdpa = "sdpa" if hasattr(torch.nn.functional, "scaled_dot_product_attention") else "no sdpa"
     print(f"# torch {torch.__version__} ({sdpa}), {opts.device}, {opts.dtype}, {torch.get_num_threads()} thread(s), "
           f"B {opts.batch}, H {opts.heads}, HS {opts.head_dim}, median of {opts.reps} (min-max), ms, forward+backward")
-    print("| variant | form | T | ms | min-max | F | elements per head |")
-    print("|---|---|---|---|---|---|---|")
+    print("| variant | form | T | ms | min-max | kept MiB | F | states MiB |")
+    print("|---|---|---|---|---|---|---|---|")
     for T in Ts:
         for i, (text, form, att, _) in enumerate(cases):
             ts = [1000 * t for t in times[(T, i)]]
             F = n_features(att, opts.head_dim)
-            if form == "parallel":
-                size = f"{T * T:,}"
-            else:
+            size = "-"
+            if form != "parallel":
                 c = int(form.split()[1])
-                size = f"{(-(-T // c) - 1) * F * opts.head_dim + T * c + 2 * (-(-T // c) - 1) * c * F:,}"
+                n = -(-T // c) - 1
+                numbers = (2 * n * c * F + n * F * opts.head_dim) * opts.batch * opts.heads
+                size = f"{numbers * torch.finfo(dtype).bits / 8 / 2**20:.0f}"
             print(f"| {text} | {form} | {T} | {statistics.median(ts):.0f} | {min(ts):.0f}-{max(ts):.0f} | "
+                  f"{saved[(T, i)]:.0f} | "
                   f"{F if layers.has_finite_state(att) else '-'} | {size} |")
 
 

@@ -41,6 +41,7 @@ import math
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import torch.utils.checkpoint
 
 from .variants import DENOMINATORS, FEATURE_KERNELS, NUMERATORS, SCALE_INVARIANT, SCORE_KERNELS, sign
 
@@ -309,15 +310,37 @@ def state_blocks(x, att: dict):
     return blocks
 
 
+def _across_chunks(qn, kp, vp, att: dict, want_z: bool):
+    """The state's part of u (and z) for chunks 1..N-1: qn the queries of
+    chunks 1..N-1, kp, vp the keys and values of chunks 0..N-2, (B, H, N-1, C, HS).
+    Chunk c reads S_c = sum over chunks before it of phi(k)^T v, a cumulative
+    sum over chunks, per block of state_blocks."""
+    u = z = None
+    for fq, fk in zip(state_blocks(qn, att), state_blocks(kp, att)):
+        du = fq @ (fk.transpose(-1, -2) @ vp).cumsum(2)  # (B, H, N-1, C, HS)
+        u = du if u is None else u + du
+        if want_z:
+            dz = (fq @ fk.sum(-2).cumsum(2)[..., None])[..., 0]  # (B, H, N-1, C)
+            z = dz if z is None else z + dz
+    return u, z
+
+
+# The chunked form recomputes the features of q and k and the states in the
+# backward instead of keeping them (torch.utils.checkpoint): they are
+# 2 T F + (T/C) F HS numbers per head (F = 4,161 for taylor 2 at HS 64, more
+# than T^2 at T = 4096), against about a third more time.
+RECOMPUTE_STATES = True
+
+
 def _chunked(q, k, v, att: dict, C: int, want_z: bool):
     """u_t = sum_{j<=t} w_tj v_j and z_t = sum_{j<=t} w_tj of a finite-state
     variant in chunks of C steps, all chunks at once (no Python loop over
     time): within a chunk the masked (C, C) weights of pair_weights, across
-    chunks phi(q_t) . S_c, S_c = sum_{j before chunk c} phi(k_j) v_j^T being the
-    cumulative sum over chunks of each chunk's phi(k)^T v, per block of
-    state_blocks. q, k, v (B, H, T, HS). Per head, memory about T C + (T/C) F HS
-    and cost about 2 T C HS + 2 T F HS multiply-adds, against T^2 and T^2 HS
-    for the parallel form (which computes the whole square, masked or not)."""
+    chunks _across_chunks. q, k, v (B, H, T, HS). Per head, cost about
+    2 T C HS + 2 T F HS multiply-adds (3 T F HS more in the backward, and
+    2 T F HS to recompute), against T^2 HS for the parallel form (which computes
+    the whole square, masked or not); the backward keeps T C weights and q, k,
+    v (RECOMPUTE_STATES), against several T^2 for the parallel form."""
     B, H, T, HS = q.shape
     N = -(-T // C)
     pad = N * C - T
@@ -325,21 +348,19 @@ def _chunked(q, k, v, att: dict, C: int, want_z: bool):
         q, k, v = (F.pad(x, (0, 0, 0, pad)) for x in (q, k, v))
     qc, kc, vc = (x.reshape(B, H, N, C, HS) for x in (q, k, v))
     causal = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
-    if att["numerator"] in FEATURE_KERNELS:
-        fq, fk = state_blocks(qc, att)[0], state_blocks(kc, att)[0]
-        w = pair_weights(qc, kc, att, fq, fk)
-        blocks = [(fq[:, :, 1:], fk[:, :, :-1])]
-    else:
-        w = pair_weights(qc, kc, att)
-        blocks = zip(state_blocks(qc[:, :, 1:], att), state_blocks(kc[:, :, :-1], att)) if N > 1 else []
+    w = pair_weights(qc, kc, att)
     w = torch.where(causal, w, torch.zeros((), dtype=w.dtype, device=w.device))  # (B, H, N, C, C)
     u = w @ vc  # (B, H, N, C, HS)
     z = w.sum(-1) if want_z else None  # (B, H, N, C)
     if N > 1:
-        for fq, fk in blocks:  # chunks 1.. read the state after chunks ..N-2
-            u[:, :, 1:] += fq @ (fk.transpose(-1, -2) @ vc[:, :, :-1]).cumsum(2)
-            if want_z:
-                z[:, :, 1:] += (fq @ fk.sum(-2).cumsum(2)[..., None])[..., 0]
+        args = (qc[:, :, 1:], kc[:, :, :-1], vc[:, :, :-1])
+        if RECOMPUTE_STATES and torch.is_grad_enabled() and any(x.requires_grad for x in args):
+            du, dz = torch.utils.checkpoint.checkpoint(_across_chunks, *args, att, want_z, use_reentrant=False)
+        else:
+            du, dz = _across_chunks(*args, att, want_z)
+        u[:, :, 1:] += du
+        if want_z:
+            z[:, :, 1:] += dz
     u = u.reshape(B, H, N * C, HS)[:, :, :T]
     return u, (z.reshape(B, H, N * C)[..., :T] if want_z else None)
 

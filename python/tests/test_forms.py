@@ -119,10 +119,16 @@ class FormsTest(unittest.TestCase):
             att = layers.variant(num, "softmax", order)
             q, k, v, *_ = inputs(4)
             grads = []
-            for form, chunk in (("parallel", 64), ("chunked", 5), ("recurrent", 1)):
+            # the chunked form recomputing its states in the backward (the default) and keeping them
+            for form, chunk, recompute in (("parallel", 64, True), ("chunked", 5, True), ("chunked", 5, False),
+                                           ("recurrent", 1, True)):
                 xs = [x.clone().requires_grad_(True) for x in (q, k, v)]
-                o = layers.attention(*xs, att, form=form, chunk=chunk)
-                grads.append(torch.autograd.grad((o * torch.cos(o)).sum(), xs))
+                layers.RECOMPUTE_STATES = recompute
+                try:
+                    o = layers.attention(*xs, att, form=form, chunk=chunk)
+                    grads.append(torch.autograd.grad((o * torch.cos(o)).sum(), xs))
+                finally:
+                    layers.RECOMPUTE_STATES = True
             for got in grads[1:]:
                 for a, b in zip(got, grads[0]):
                     torch.testing.assert_close(a, b, rtol=1e-8, atol=1e-9, msg=lambda m: f"{num} {order}: {m}")
