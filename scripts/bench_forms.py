@@ -12,8 +12,9 @@ Each repetition times every case once, interleaved (cases x T in turn), after
 one untimed warm-up of each; the table has the median and the spread (min-max)
 of --reps repetitions, in milliseconds, for q, k, v (B, H, T, HS) with
 requires_grad: o = attention(q, k, v); (o * g).sum().backward() for a fixed
-random g. The chunked form recomputes its states in the backward
-(layers.RECOMPUTE_STATES); --keep adds rows "chunked C keep" that keep them.
+random g. The chunked form recomputes its states in the backward where
+they are large (layers.RECOMPUTE_STATES: taylor and power of order 2 and
+up); --keep adds rows "chunked C keep" that keep them.
 exp/softmax runs in the parallel form only (it goes through
 scaled_dot_product_attention where torch has it, 2.0+). --baseline times the
 chunked form of another layers.py too (e.g. `git show main:python/attnlab/layers.py
@@ -89,7 +90,7 @@ def main():
     ap.add_argument("--variants", default="exp/softmax,taylor2/norm")
     ap.add_argument("--chunks", default="64,256")
     ap.add_argument("--keep", action="store_true",
-                    help="time the chunked form keeping its states for the backward too (layers.RECOMPUTE_STATES off)")
+                    help="time the chunked form keeping its states for the backward too (layers.RECOMPUTE_STATES = False)")
     ap.add_argument("--baseline", help="another layers.py whose chunked form is timed too")
     opts = ap.parse_args()
     torch.set_num_threads(opts.threads)
@@ -103,7 +104,7 @@ def main():
         try:
             return layers.attention(q, k, v, att, form="chunked", chunk=c)
         finally:
-            layers.RECOMPUTE_STATES = True
+            layers.RECOMPUTE_STATES = None
 
     cases = []  # (label, variant, function(q, k, v, att))
     for text in opts.variants.split(","):

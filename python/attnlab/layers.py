@@ -80,12 +80,34 @@ def has_finite_state(att: dict) -> bool:
     return att["numerator"] != "exp" and att.get("clamp") is None
 
 
-def taylor_exp(s, order: int):
+def _horner(s, order: int):
     # sum_{m=0..n} s^m/m! by Horner's rule: 1 + s(1 + s/2(1 + ... (1 + s/n)))
     w = torch.ones_like(s)
     for m in range(order, 0, -1):
         w = 1.0 + w * s / m
     return w
+
+
+class _TaylorExp(torch.autograd.Function):
+    """The series keeping s alone for the backward (its derivative is the
+    series of order n - 1), where autograd through Horner's rule keeps one
+    tensor of s's size per order: (B, H, T, T) each in the parallel form."""
+
+    @staticmethod
+    def forward(ctx, s, order: int):
+        ctx.order = order
+        ctx.save_for_backward(s)
+        return _horner(s, order)
+
+    @staticmethod
+    def backward(ctx, g):  # differentiable again (double backward)
+        (s,) = ctx.saved_tensors
+        return g * _horner(s, ctx.order - 1), None
+
+
+def taylor_exp(s, order: int):
+    """sum_{m=0..n} s^m/m!."""
+    return _TaylorExp.apply(s, int(order)) if s.requires_grad else _horner(s, int(order))
 
 
 def feature_map(name: str, x, eps: float):
@@ -325,11 +347,19 @@ def _across_chunks(qn, kp, vp, att: dict, want_z: bool):
     return u, z
 
 
-# The chunked form recomputes the features of q and k and the states in the
-# backward instead of keeping them (torch.utils.checkpoint): they are
-# 2 T F + (T/C) F HS numbers per head (F = 4,161 for taylor 2 at HS 64, more
-# than T^2 at T = 4096), against about a third more time.
-RECOMPUTE_STATES = True
+# Whether the chunked form recomputes the features of q and k and the states
+# in the backward instead of keeping them (torch.utils.checkpoint): they are
+# 2 T F + (T/C) F HS numbers per head, which for taylor 2 at HS 64 (F = 4,161)
+# is more than the parallel form keeps, against about a third more time.
+# None (the default): recompute where the features outnumber HS (taylor and
+# power of order 2 and up); True or False: always or never.
+RECOMPUTE_STATES = None
+
+
+def _recompute_states(att: dict) -> bool:
+    if RECOMPUTE_STATES is not None:
+        return bool(RECOMPUTE_STATES)
+    return att["numerator"] in ("taylor", "power") and int(att["order"]) >= 2
 
 
 def _chunked(q, k, v, att: dict, C: int, want_z: bool):
@@ -340,7 +370,8 @@ def _chunked(q, k, v, att: dict, C: int, want_z: bool):
     2 T C HS + 2 T F HS multiply-adds (3 T F HS more in the backward, and
     2 T F HS to recompute), against T^2 HS for the parallel form (which computes
     the whole square, masked or not); the backward keeps T C weights and q, k,
-    v (RECOMPUTE_STATES), against several T^2 for the parallel form."""
+    v where it recomputes the states (RECOMPUTE_STATES), against several T^2
+    for the parallel form."""
     B, H, T, HS = q.shape
     N = -(-T // C)
     pad = N * C - T
@@ -354,7 +385,7 @@ def _chunked(q, k, v, att: dict, C: int, want_z: bool):
     z = w.sum(-1) if want_z else None  # (B, H, N, C)
     if N > 1:
         args = (qc[:, :, 1:], kc[:, :, :-1], vc[:, :, :-1])
-        if RECOMPUTE_STATES and torch.is_grad_enabled() and any(x.requires_grad for x in args):
+        if _recompute_states(att) and torch.is_grad_enabled() and any(x.requires_grad for x in args):
             du, dz = torch.utils.checkpoint.checkpoint(_across_chunks, *args, att, want_z, use_reentrant=False)
         else:
             du, dz = _across_chunks(*args, att, want_z)

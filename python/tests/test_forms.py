@@ -113,22 +113,35 @@ class FormsTest(unittest.TestCase):
 
                     self.assertTrue(torch.autograd.gradcheck(f, args, eps=1e-6, atol=1e-6, rtol=1e-5))
 
+    def test_parallel_taylor_gradients(self):
+        # taylor's series has its own backward (it keeps s alone): first and second derivatives
+        for order in (1, 2, 3):
+            att = layers.variant("taylor", "softmax", order)
+            q, k, v, *_ = inputs(3, b=1, h=1, t=5, hs=3)
+            args = [x.clone().requires_grad_(True) for x in (q, k, v)]
+
+            def f(q, k, v):
+                return layers.attention(q, k, v, att)
+
+            self.assertTrue(torch.autograd.gradcheck(f, args, eps=1e-6, atol=1e-6, rtol=1e-5), order)
+            self.assertTrue(torch.autograd.gradgradcheck(f, args, eps=1e-6, atol=1e-6, rtol=1e-5), order)
+
     def test_chunked_gradients_equal_parallel_gradients(self):
         # every finite-state numerator with the softmax denominator (it has the weight sum z)
         for num, order in finite_state_numerators():
             att = layers.variant(num, "softmax", order)
             q, k, v, *_ = inputs(4)
             grads = []
-            # the chunked form recomputing its states in the backward (the default) and keeping them
-            for form, chunk, recompute in (("parallel", 64, True), ("chunked", 5, True), ("chunked", 5, False),
-                                           ("recurrent", 1, True)):
+            # the chunked form recomputing its states in the backward and keeping them
+            for form, chunk, recompute in (("parallel", 64, None), ("chunked", 5, True), ("chunked", 5, False),
+                                           ("recurrent", 1, None)):
                 xs = [x.clone().requires_grad_(True) for x in (q, k, v)]
                 layers.RECOMPUTE_STATES = recompute
                 try:
                     o = layers.attention(*xs, att, form=form, chunk=chunk)
                     grads.append(torch.autograd.grad((o * torch.cos(o)).sum(), xs))
                 finally:
-                    layers.RECOMPUTE_STATES = True
+                    layers.RECOMPUTE_STATES = None
             for got in grads[1:]:
                 for a, b in zip(got, grads[0]):
                     torch.testing.assert_close(a, b, rtol=1e-8, atol=1e-9, msg=lambda m: f"{num} {order}: {m}")
