@@ -14,7 +14,7 @@ of --reps repetitions, in milliseconds, for q, k, v (B, H, T, HS) with
 requires_grad: o = attention(q, k, v); (o * g).sum().backward() for a fixed
 random g. The chunked form recomputes its states in the backward where
 they are large (layers.RECOMPUTE_STATES: taylor and power of order 2 and
-up); --keep adds rows "chunked C keep" that keep them.
+up); --keep adds rows "chunked C keep" that keep them, for those.
 exp/softmax runs in the parallel form only (it goes through
 scaled_dot_product_attention where torch has it, 2.0+). --baseline times the
 chunked form of another layers.py too (e.g. `git show main:python/attnlab/layers.py
@@ -114,7 +114,7 @@ def main():
             for c in chunks:
                 cases.append((text, f"chunked {c}", att,
                               lambda q, k, v, att, c=c: layers.attention(q, k, v, att, form="chunked", chunk=c)))
-                if opts.keep:
+                if opts.keep and layers._recompute_states(att):
                     cases.append((text, f"chunked {c} keep", att,
                                   lambda q, k, v, att, c=c: keeping(q, k, v, att, c)))
                 if baseline is not None:
