@@ -21,11 +21,14 @@ here in three forms that compute the same function:
              clamped score kernel): within a chunk of C steps the quadratic
              form (the score kernels as a polynomial of s = q.k/sqrt(HS), not
              through features), across chunks the state S = sum_j phi(k_j) v_j^T,
-             all chunks at once; memory grows as T C + (T/C) F HS instead of T^2;
+             all chunks at once (state_blocks: degrees 0-2 as full tensor
+             powers); the backward keeps T C weights per head instead of T^2,
+             recomputing large states (RECOMPUTE_STATES; docs/engines.md,
+             "The chunked form", measures when it pays);
   recurrent  one state update per step in a Python loop, as the model would
              run at generation time (slow: for checks and generation).
 
-The feature map phi of the finite-state forms (docs/attention.md, "Recurrent
+The feature map phi of the recurrent form (docs/attention.md, "Recurrent
 form"): for taylor of order n the concatenation over m = 0..n of the symmetric
 tensor powers, phi_m(x)_alpha = x^alpha sqrt(1/alpha!) / d^(m/4) over the
 multi-indices |alpha| = m (C(d+m-1, m) entries), so that phi(q).phi(k) =
