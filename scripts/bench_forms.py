@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Forward and backward time of attnlab.layers.attention's parallel and
 chunked forms at long context, one attention call (no projections), on CPU
-or a GPU, with the state and weight sizes that decide memory, computed
-analytically. docs/engines.md ("The chunked form") has a table it made.
+or a GPU, with what the backward keeps (measured) and the chunked form's
+states (counted). docs/engines.md ("The chunked form") has a table it made.
 
 usage: /usr/bin/python3 scripts/bench_forms.py [--T 1024,2048,4096] [--heads 2] [--head-dim 64]
            [--batch 1] [--reps 5] [--threads 1] [--device cpu] [--dtype float32]
@@ -17,8 +17,8 @@ they are large (layers.RECOMPUTE_STATES: taylor and power of order 2 and
 up); --keep adds rows "chunked C keep" that keep them, for those.
 exp/softmax runs in the parallel form only (it goes through
 scaled_dot_product_attention where torch has it, 2.0+). --baseline times the
-chunked form of another layers.py too (e.g. `git show main:python/attnlab/layers.py
-> /tmp/l.py`), as a row "chunked C (baseline)".
+chunked form of another layers.py too (e.g. an earlier commit's: `git show
+COMMIT:python/attnlab/layers.py > /tmp/l.py`), as a row "chunked C (baseline)".
 
 Column "kept MiB": what the autograd graph keeps for the backward, measured
 (torch.autograd.graph.saved_tensors_hooks, each saved tensor's storage
@@ -27,7 +27,8 @@ in it). Column F: the chunked form's features per head (layers.state_blocks; 4,1
 for taylor 2 at HS 64). Column "states MiB": the features of q and k that
 meet a state and the states, 2 (T/C - 1) C F + (T/C - 1) F HS numbers per
 head, counted analytically: what "keep" keeps beyond the rest, and what the
-default recomputes in the backward (one layer's at a time in a model). Needs the attnlab package (installed, or python/ on PYTHONPATH).
+default recomputes in the backward (one layer's at a time in a model).
+Uses the attnlab package of this source tree (python/).
 """
 
 from __future__ import annotations
@@ -90,7 +91,8 @@ def main():
     ap.add_argument("--variants", default="exp/softmax,taylor2/norm")
     ap.add_argument("--chunks", default="64,256")
     ap.add_argument("--keep", action="store_true",
-                    help="time the chunked form keeping its states for the backward too (layers.RECOMPUTE_STATES = False)")
+                    help="also time the chunked form keeping its states for the backward "
+                         "(layers.RECOMPUTE_STATES = False)")
     ap.add_argument("--baseline", help="another layers.py whose chunked form is timed too")
     opts = ap.parse_args()
     torch.set_num_threads(opts.threads)

@@ -277,18 +277,16 @@ def attention(q, k, v, att: dict, g_in=None, g_out=None, out_norm_w=None, out_no
     return o if g_out is None else o * g_out[..., None]
 
 
-def pair_weights(q, k, att: dict, fq=None, fk=None):
+def pair_weights(q, k, att: dict):
     """w_ij = kernel(q_i, k_j) of a finite-state variant for every pair of the
     last-but-one axes, (..., Tq, Tk), unmasked. The score kernels (taylor,
     power, linear) take the polynomial of s = q.k/sqrt(HS) directly, which
-    equals phi(q).phi(k) and costs HS per pair instead of F (2,145 for taylor 2
-    at HS 64); the feature kernels use their features (fq, fk when given)."""
+    equals phi(q).phi(k) and costs HS multiply-adds per pair instead of F
+    (4,161 for taylor 2 at HS 64); the feature kernels their features' product."""
     num = att["numerator"]
     if num in FEATURE_KERNELS:
         eps = float(att.get("eps", 1e-6))
-        fq = feature_map(num, q, eps) if fq is None else fq
-        fk = feature_map(num, k, eps) if fk is None else fk
-        return fq @ fk.transpose(-1, -2)
+        return feature_map(num, q, eps) @ feature_map(num, k, eps).transpose(-1, -2)
     s = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
     if num == "taylor":
         return taylor_exp(s, int(att["order"]))
@@ -369,10 +367,10 @@ def _chunked(q, k, v, att: dict, C: int, want_z: bool):
     """u_t = sum_{j<=t} w_tj v_j and z_t = sum_{j<=t} w_tj of a finite-state
     variant in chunks of C steps, all chunks at once (no Python loop over
     time): within a chunk the masked (C, C) weights of pair_weights, across
-    chunks _across_chunks. q, k, v (B, H, T, HS). Per head, cost about
-    2 T C HS + 2 T F HS multiply-adds (3 T F HS more in the backward, and
-    2 T F HS to recompute), against T^2 HS for the parallel form (which computes
-    the whole square, masked or not); the backward keeps T C weights and q, k,
+    chunks _across_chunks. q, k, v (B, H, T, HS). Per head, the forward costs
+    about 2 T C HS + 2 T F HS multiply-adds (the backward twice that, and the
+    2 T F HS again where it recomputes), against 2 T^2 HS for the parallel form
+    (which computes the whole square, masked or not); the backward keeps T C weights and q, k,
     v where it recomputes the states (RECOMPUTE_STATES), against several T^2
     for the parallel form."""
     B, H, T, HS = q.shape
