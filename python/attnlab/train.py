@@ -667,7 +667,9 @@ def main(argv=None) -> int:
                     help="GPU matrix products in TF32 (faster, about 1e-3 relative rounding; not for equivalence checks)")
     ap.add_argument("--form", default="parallel", choices=["parallel", "chunked"],
                     help="attention form in training (chunked: finite-state variants only)")
-    ap.add_argument("--chunk", type=int, default=64, help="steps per chunk of the chunked form")
+    ap.add_argument("--chunk", type=int, default=64,
+                    help="steps per chunk of the chunked form (64 suits F = HS, elu1 or linear; taylor 2 at head "
+                         "size 64 runs faster with 256-512: docs/engines.md, 'The chunked form')")
     ap.add_argument("--init", default="attnlab", choices=["attnlab", "torch"],
                     help="initial weights: attnlab's (the same as `attnlab run`) or torch's own draws")
     ap.add_argument("--micro-batch", type=int, default=0,
