@@ -374,6 +374,7 @@ def _chunked(q, k, v, att: dict, C: int, want_z: bool):
     v where it recomputes the states (RECOMPUTE_STATES), against several T^2
     for the parallel form."""
     B, H, T, HS = q.shape
+    C = min(C, T)  # a chunk longer than the sequence would only add padding
     N = -(-T // C)
     pad = N * C - T
     if pad:  # padded steps come after every real one: causally they reach no real output
