@@ -340,7 +340,9 @@ def _across_chunks(qn, kp, vp, att: dict, want_z: bool):
     sum over chunks, per block of state_blocks."""
     u = z = None
     for fq, fk in zip(state_blocks(qn, att), state_blocks(kp, att)):
-        du = fq @ (fk.transpose(-1, -2) @ vp).cumsum(2)  # (B, H, N-1, C, HS)
+        # the states transposed, (B, H, N-1, HS, F): so the backward's gradients of fk come out row-major
+        # (fk^T vp's would be transposed, and copying them back costs more than the products here)
+        du = fq @ (vp.transpose(-1, -2) @ fk).cumsum(2).transpose(-1, -2)  # (B, H, N-1, C, HS)
         u = du if u is None else u + du
         if want_z:
             dz = (fq @ fk.sum(-2).cumsum(2)[..., None])[..., 0]  # (B, H, N-1, C)
