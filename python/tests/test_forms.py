@@ -2,8 +2,11 @@
 finite-state numerator of the variant table (variants.json, not a list of
 our own), every denominator, with and without the gates, the chunked form
 (chunk sizes that divide T, that do not, 1, and longer than T) and the
-recurrent form equal the parallel form in float64; the chunked form's
-gradients pass torch.autograd.gradcheck for a few representative variants;
+recurrent form equal the parallel form in float64, and so do their
+gradients (the chunked form's recomputing its states and keeping them); the
+chunked form passes torch.autograd.gradcheck for a few representative
+variants, the parallel form's taylor series (its own backward) gradcheck
+and gradgradcheck;
 the variants without a finite state refuse the chunked and recurrent forms
 with a ValueError that says so; and the PyTorch engine trains in the
 chunked form (`python -m attnlab.train --form chunked`) what it trains in the
