@@ -19,12 +19,16 @@ here in three forms that compute the same function:
              kernels on a GPU, nothing T x T stored);
   chunked    for the numerators with a finite state (every one but exp and a
              clamped score kernel): within a chunk of C steps the quadratic
-             form, across chunks the state S = sum_j phi(k_j) v_j^T, so memory
-             grows as T C instead of T^2;
-  recurrent  the chunked form with C = 1: one state update per step, as the
-             model would run at generation time.
+             form (the score kernels as a polynomial of s = q.k/sqrt(HS), not
+             through features), across chunks the state S = sum_j phi(k_j) v_j^T,
+             all chunks at once (state_blocks: degrees 0-2 as full tensor
+             powers); the backward keeps T C weights per head instead of T^2,
+             recomputing large states (RECOMPUTE_STATES; docs/engines.md,
+             "The chunked form", measures when it pays);
+  recurrent  one state update per step in a Python loop, as the model would
+             run at generation time (slow: for checks and generation).
 
-The feature map phi of the finite-state forms (docs/attention.md, "Recurrent
+The feature map phi of the recurrent form (docs/attention.md, "Recurrent
 form"): for taylor of order n the concatenation over m = 0..n of the symmetric
 tensor powers, phi_m(x)_alpha = x^alpha sqrt(1/alpha!) / d^(m/4) over the
 multi-indices |alpha| = m (C(d+m-1, m) entries), so that phi(q).phi(k) =
@@ -40,6 +44,7 @@ import math
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import torch.utils.checkpoint
 
 from .variants import DENOMINATORS, FEATURE_KERNELS, NUMERATORS, SCALE_INVARIANT, SCORE_KERNELS, sign
 
@@ -78,12 +83,34 @@ def has_finite_state(att: dict) -> bool:
     return att["numerator"] != "exp" and att.get("clamp") is None
 
 
-def taylor_exp(s, order: int):
+def _horner(s, order: int):
     # sum_{m=0..n} s^m/m! by Horner's rule: 1 + s(1 + s/2(1 + ... (1 + s/n)))
     w = torch.ones_like(s)
     for m in range(order, 0, -1):
         w = 1.0 + w * s / m
     return w
+
+
+class _TaylorExp(torch.autograd.Function):
+    """The series keeping s alone for the backward (its derivative is the
+    series of order n - 1), where autograd through Horner's rule keeps one
+    tensor of s's size per order: (B, H, T, T) each in the parallel form."""
+
+    @staticmethod
+    def forward(ctx, s, order: int):
+        ctx.order = order
+        ctx.save_for_backward(s)
+        return _horner(s, order)
+
+    @staticmethod
+    def backward(ctx, g):  # differentiable again (double backward)
+        (s,) = ctx.saved_tensors
+        return g * _horner(s, ctx.order - 1), None
+
+
+def taylor_exp(s, order: int):
+    """sum_{m=0..n} s^m/m!."""
+    return _TaylorExp.apply(s, int(order)) if s.requires_grad else _horner(s, int(order))
 
 
 def feature_map(name: str, x, eps: float):
@@ -238,40 +265,156 @@ def attention(q, k, v, att: dict, g_in=None, g_out=None, out_norm_w=None, out_no
         if not has_finite_state(att):
             raise ValueError(f"{att['numerator']} (clamp {att.get('clamp')}) has no finite state: "
                              "use form='parallel'")
-        u, z = _chunked(features(q, att), features(k, att), vg, 1 if form == "recurrent" else int(chunk),
-                        den == "softmax")
+        if form == "recurrent":
+            u, z = _recurrent(features(q, att), features(k, att), vg, den == "softmax")
+        else:
+            if int(chunk) < 1:
+                raise ValueError(f"chunk {chunk}: at least 1")
+            u, z = _chunked(q, k, vg, att, int(chunk), den == "softmax")
     if stats is not None and z is not None and sign(att["numerator"], att.get("order")) != "non_negative":
         stats["nonpositive_rows"] = stats.get("nonpositive_rows", 0) + int((z <= 0).sum())
     o = denominator(u, z, att, out_norm_w, out_norm_b)
     return o if g_out is None else o * g_out[..., None]
 
 
-def _chunked(fq, fk, v, C: int, want_z: bool):
-    """u_t = sum_{j<=t} (fq_t . fk_j) v_j and z_t = sum_{j<=t} fq_t . fk_j,
-    in chunks of C steps: within a chunk the masked products, across chunks
-    the state S (B, H, F, HS) and Z (B, H, F). fq, fk (B, H, T, F); v (B, H, T, HS)."""
+def pair_weights(q, k, att: dict):
+    """w_ij = kernel(q_i, k_j) of a finite-state variant for every pair of the
+    last-but-one axes, (..., Tq, Tk), unmasked. The score kernels (taylor,
+    power, linear) take the polynomial of s = q.k/sqrt(HS) directly, which
+    equals phi(q).phi(k) and costs HS multiply-adds per pair instead of F
+    (4,161 for taylor 2 at HS 64); the feature kernels their features' product."""
+    num = att["numerator"]
+    if num in FEATURE_KERNELS:
+        eps = float(att.get("eps", 1e-6))
+        return feature_map(num, q, eps) @ feature_map(num, k, eps).transpose(-1, -2)
+    s = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
+    if num == "taylor":
+        return taylor_exp(s, int(att["order"]))
+    if num == "power":
+        n = int(att["order"])
+        return s**n / math.factorial(n)
+    if num == "linear":
+        return s
+    raise ValueError(f"numerator {num!r} has no finite state (exp, or a clamped score kernel)")
+
+
+def state_blocks(x, att: dict):
+    """The features of the chunked form's state, as blocks whose dot products
+    summed give the kernel: a feature kernel's phi(x); for taylor, power and
+    linear one block per degree m of s, (s^m/m! = block_m(q).block_m(k)).
+    Degrees 0-2 are the full tensor powers x^(m) scaled by (HS^(m/2) m!)^(-1/2)
+    (HS^2 entries at m = 2 instead of the C(HS+1, 2) of the symmetric power:
+    twice the multiply-adds, but an outer product in place of gathering
+    index pairs, whose backward costs more than the products saved);
+    degrees 3 and up the symmetric powers of features() (HS^m would not fit)."""
+    num = att["numerator"]
+    if num in FEATURE_KERNELS:
+        return [feature_map(num, x, float(att.get("eps", 1e-6)))]
+    d = x.shape[-1]
+    if num == "linear":
+        degrees = [1]
+    elif num == "power":
+        degrees = [int(att["order"])]
+    elif num == "taylor":
+        degrees = list(range(int(att["order"]) + 1))
+    else:
+        raise ValueError(f"numerator {num!r} has no finite state (exp, or a clamped score kernel)")
+    blocks = []
+    for m in degrees:
+        if m == 0:
+            blocks.append(torch.ones(*x.shape[:-1], 1, dtype=x.dtype, device=x.device))
+        elif m == 1:
+            blocks.append(x * d**-0.25)
+        elif m == 2:
+            xs = x * (d**-0.25 / 2**0.25)  # (x/HS^(1/4)) / 2^(1/4) on each side: (q.k)^2 / (2 HS)
+            blocks.append((xs[..., :, None] @ xs[..., None, :]).flatten(-2))  # a product: its backward is too
+        else:
+            blocks.append(symmetric_power(x / d**0.25, m))
+    return blocks
+
+
+def _across_chunks(qn, kp, vp, att: dict, want_z: bool):
+    """The state's part of u (and z) for chunks 1..N-1: qn the queries of
+    chunks 1..N-1, kp, vp the keys and values of chunks 0..N-2, (B, H, N-1, C, HS).
+    Chunk c reads S_c = sum over chunks before it of phi(k)^T v, a cumulative
+    sum over chunks, per block of state_blocks."""
+    u = z = None
+    for fq, fk in zip(state_blocks(qn, att), state_blocks(kp, att)):
+        # the states transposed, (B, H, N-1, HS, F): so the backward's gradients of fk come out row-major
+        # (fk^T vp's would be transposed, and copying them back costs more than the products here)
+        du = fq @ (vp.transpose(-1, -2) @ fk).cumsum(2).transpose(-1, -2)  # (B, H, N-1, C, HS)
+        u = du if u is None else u + du
+        if want_z:
+            dz = (fq @ fk.sum(-2).cumsum(2)[..., None])[..., 0]  # (B, H, N-1, C)
+            z = dz if z is None else z + dz
+    return u, z
+
+
+# Whether the chunked form recomputes the features of q and k and the states
+# in the backward instead of keeping them (torch.utils.checkpoint): they are
+# 2 T F + (T/C) F HS numbers per head, which for taylor 2 at HS 64 (F = 4,161)
+# is more than the parallel form keeps, against about a third more time.
+# None (the default): recompute where the features outnumber HS (taylor and
+# power of order 2 and up); True or False: always or never.
+RECOMPUTE_STATES = None
+
+
+def _recompute_states(att: dict) -> bool:
+    if RECOMPUTE_STATES is not None:
+        return bool(RECOMPUTE_STATES)
+    return att["numerator"] in ("taylor", "power") and int(att["order"]) >= 2
+
+
+def _chunked(q, k, v, att: dict, C: int, want_z: bool):
+    """u_t = sum_{j<=t} w_tj v_j and z_t = sum_{j<=t} w_tj of a finite-state
+    variant in chunks of C steps, all chunks at once (no Python loop over
+    time): within a chunk the masked (C, C) weights of pair_weights, across
+    chunks _across_chunks. q, k, v (B, H, T, HS). Per head, the forward costs
+    about 2 T C HS + 2 T F HS multiply-adds (the backward twice that, and the
+    2 T F HS again where it recomputes), against 2 T^2 HS for the parallel form
+    (which computes the whole square, masked or not); the backward keeps T C weights and q, k,
+    v where it recomputes the states (RECOMPUTE_STATES), against several T^2
+    for the parallel form."""
+    B, H, T, HS = q.shape
+    C = min(C, T)  # a chunk longer than the sequence would only add padding
+    N = -(-T // C)
+    pad = N * C - T
+    if pad:  # padded steps come after every real one: causally they reach no real output
+        q, k, v = (F.pad(x, (0, 0, 0, pad)) for x in (q, k, v))
+    qc, kc, vc = (x.reshape(B, H, N, C, HS) for x in (q, k, v))
+    causal = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
+    w = pair_weights(qc, kc, att)
+    w = torch.where(causal, w, torch.zeros((), dtype=w.dtype, device=w.device))  # (B, H, N, C, C)
+    u = w @ vc  # (B, H, N, C, HS)
+    z = w.sum(-1) if want_z else None  # (B, H, N, C)
+    if N > 1:
+        args = (qc[:, :, 1:], kc[:, :, :-1], vc[:, :, :-1])
+        if _recompute_states(att) and torch.is_grad_enabled() and any(x.requires_grad for x in args):
+            du, dz = torch.utils.checkpoint.checkpoint(_across_chunks, *args, att, want_z, use_reentrant=False)
+        else:
+            du, dz = _across_chunks(*args, att, want_z)
+        u[:, :, 1:] += du
+        if want_z:
+            z[:, :, 1:] += dz
+    u = u.reshape(B, H, N * C, HS)[:, :, :T]
+    return u, (z.reshape(B, H, N * C)[..., :T] if want_z else None)
+
+
+def _recurrent(fq, fk, v, want_z: bool):
+    """The same sums one step at a time, as a model generating would: the
+    state S += phi(k_t) v_t^T, then u_t = phi(q_t) . S (and Z, z_t for
+    softmax). fq, fk (B, H, T, F); v (B, H, T, HS)."""
     B, H, T, Fd = fq.shape
     S = torch.zeros(B, H, Fd, v.shape[-1], dtype=v.dtype, device=v.device)
     Z = torch.zeros(B, H, Fd, dtype=v.dtype, device=v.device)
     us, zs = [], []
-    for t0 in range(0, T, C):
-        t1 = min(T, t0 + C)
-        qc, kc, vc = fq[:, :, t0:t1], fk[:, :, t0:t1], v[:, :, t0:t1]
-        if t1 - t0 == 1:
-            S = S + kc.transpose(-1, -2) @ vc
-            Z = Z + kc[:, :, 0]
-            us.append(qc @ S)
-            if want_z:
-                zs.append((qc[:, :, 0] * Z).sum(-1, keepdim=True))
-            continue
-        w = (qc @ kc.transpose(-1, -2)).tril()  # (B, H, c, c) within the chunk
-        us.append(w @ vc + qc @ S)
+    for t in range(T):
+        S = S + fk[:, :, t, :, None] * v[:, :, t, None, :]
+        us.append((fq[:, :, t, None, :] @ S)[:, :, 0])
         if want_z:
-            zs.append(w.sum(-1) + (qc @ Z[..., None])[..., 0])
-        S = S + kc.transpose(-1, -2) @ vc
-        Z = Z + kc.sum(-2)
-    u = torch.cat(us, dim=-2)
-    return u, (torch.cat(zs, dim=-1) if want_z else None)
+            Z = Z + fk[:, :, t]
+            zs.append((fq[:, :, t] * Z).sum(-1))
+    return torch.stack(us, dim=-2), (torch.stack(zs, dim=-1) if want_z else None)
 
 
 # ---------------------------------------------------------------- modules

@@ -607,7 +607,8 @@ def bench(run: dict, init_path: str | None, opts) -> dict:
 
     device = torch.device(opts.device)
     cfg = check_config(run["config_yaml"], "config.yaml")
-    model = Transformer(cfg, int(run["vocab"]), int(run["max_positions"]), form=opts.form, chunk=opts.chunk)
+    form = opts.form if has_finite_state(cfg["attention"]) else "parallel"  # as training does
+    model = Transformer(cfg, int(run["vocab"]), int(run["max_positions"]), form=form, chunk=opts.chunk)
     if init_path:
         init = read_safetensors(init_path)
         with torch.no_grad():
@@ -640,7 +641,8 @@ def bench(run: dict, init_path: str | None, opts) -> dict:
     s = sum(times) / len(times)
     tokens = B * xb.shape[1]
     spec_B = int(cfg["train"]["batch"])
-    out = {"run": run["id"], "params": sum(p.numel() for p in params), "device": str(device),
+    out = {"run": run["id"], "form": form, "chunk": opts.chunk if form == "chunked" else None,
+           "params": sum(p.numel() for p in params), "device": str(device),
            "threads": torch.get_num_threads(), "batch": B, "micro_batch": micro, "T": int(xb.shape[1]),
            "s_per_step": s, "tokens_per_s": tokens / s, "spec_batch": spec_B,
            "s_per_1000_steps_at_spec_batch": 1000 * s * spec_B / B}
@@ -665,7 +667,9 @@ def main(argv=None) -> int:
                     help="GPU matrix products in TF32 (faster, about 1e-3 relative rounding; not for equivalence checks)")
     ap.add_argument("--form", default="parallel", choices=["parallel", "chunked"],
                     help="attention form in training (chunked: finite-state variants only)")
-    ap.add_argument("--chunk", type=int, default=64, help="steps per chunk of the chunked form")
+    ap.add_argument("--chunk", type=int, default=64,
+                    help="steps per chunk of the chunked form (64 suits F = HS, elu1 or linear; taylor 2 at head "
+                         "size 64 runs faster with 256-512: docs/engines.md, 'The chunked form')")
     ap.add_argument("--init", default="attnlab", choices=["attnlab", "torch"],
                     help="initial weights: attnlab's (the same as `attnlab run`) or torch's own draws")
     ap.add_argument("--micro-batch", type=int, default=0,
