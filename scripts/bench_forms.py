@@ -3,8 +3,9 @@
 chunked forms at long context, one attention call (no projections), on CPU
 or a GPU, with what the backward keeps (measured) and the chunked form's
 states (counted). docs/engines.md ("The chunked form") has a table it made.
+Needs the attnlab package (installed, or python/ on PYTHONPATH).
 
-usage: /usr/bin/python3 scripts/bench_forms.py [--T 1024,2048,4096] [--heads 2] [--head-dim 64]
+usage: PYTHONPATH=python /usr/bin/python3 scripts/bench_forms.py [--T 1024,2048,4096] [--heads 2] [--head-dim 64]
            [--batch 1] [--reps 5] [--threads 1] [--device cpu] [--dtype float32]
            [--variants exp/softmax,taylor2/norm] [--chunks 64,256] [--keep] [--baseline LAYERS_PY]
 
@@ -36,16 +37,11 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import math
-import os
 import statistics
-import sys
 import time
 
 import torch
-
-# the package from this source tree
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-from attnlab import layers, variants  # noqa: E402
+from attnlab import layers, variants
 
 
 def parse_variant(text: str) -> dict:
