@@ -20,7 +20,9 @@
 #include "attnlab/io/sha256.hpp"
 #include "attnlab/run/runner.hpp"
 #include "attnlab/spec/spec.hpp"
+#include "attnlab/run/run_check.hpp"
 #include "attnlab/run/run_dir.hpp"
+#include "attnlab/run/sweep_dir.hpp"
 #include "attnlab/train/checkpoint.hpp"
 #include "attnlab/util/error.hpp"
 #include "support/model_check.hpp"
@@ -538,6 +540,21 @@ TEST_CASE("train.init: a run starts from another run's checkpoint, checked by na
     CHECK_THAT(read_file(tuned_dir + "/config.yaml"), Contains("init_sha256: \"" + sha256_hex(read_file(ckpt))));
     // Another variant with the same parameters (exp to taylor) may start from it.
     CHECK_NOTHROW(parse_spec(tuning("taylor", init, "{numerator: taylor, order: 2, denominator: softmax}"), "t.yaml"));
+
+    // Summarized where the checkpoint is not (git keeps none): the finished run's record of it
+    // (path and sha256) stands when it names the same run folder, and the summary is unchanged.
+    CHECK(checkpoint_run_folder(ckpt) == checkpoint_run_folder(from + "/"));
+    CHECK(checkpoint_run_folder("/a/results/first/runs/seed=0/model.safetensors") == "first/runs/seed=0");
+    CHECK(checkpoint_run_folder("/b/results/first/runs/seed=1") != checkpoint_run_folder("/a/first/runs/seed=0"));
+    {
+        const std::string summary_before = read_file(fine.dir + "/summary.csv");
+        CHECK_THAT(summary_before, Contains(sha256_hex(read_file(ckpt))));
+        fs::rename(ckpt, ckpt + ".kept");
+        const summarize_outcome s = summarize_sweep_dir(fine.dir);
+        fs::rename(ckpt + ".kept", ckpt);
+        CHECK(s.found == 1);
+        CHECK(read_file(fine.dir + "/summary.csv") == summary_before);
+    }
 
     struct bad_case {
         std::string what, train_extra, model, key, words;

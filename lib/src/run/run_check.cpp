@@ -1,10 +1,12 @@
 // The finished-run test and configuration differences of run_check.hpp.
 #include "attnlab/run/run_check.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <vector>
 
 #include <yaml-cpp/yaml.h>
 
@@ -154,6 +156,18 @@ std::vector<config_difference> config_differences(const std::string& old_yaml, c
     for (const auto& [key, value] : b)
         if (!a.count(key)) out.push_back({key, "(none)", value});
     return out;
+}
+
+std::string checkpoint_run_folder(const std::string& path) {
+    fs::path p = fs::path(path).lexically_normal();
+    if (p.filename().empty()) p = p.parent_path();
+    if (p.filename() == "model.safetensors") p = p.parent_path();
+    std::vector<std::string> parts;
+    for (const auto& part : p) parts.push_back(part.string());
+    const std::size_t keep = std::min<std::size_t>(3, parts.size());
+    std::string tail;
+    for (std::size_t i = parts.size() - keep; i < parts.size(); ++i) tail += (tail.empty() ? "" : "/") + parts[i];
+    return tail;
 }
 
 bool same_run_config(const std::string& old_yaml, const std::string& new_yaml) {

@@ -230,6 +230,21 @@ bool take_task_file_from_run(run_config& cfg, const run_dir_check& c, const std:
     return true;
 }
 
+// The same for a run's starting checkpoint (train.init), which git does not
+// keep: where it is absent its sha256 is unknown, and the finished run's
+// record (path and sha256) is taken when it names the same run folder
+// (checkpoint_run_folder), wherever the repository was when the run trained.
+void take_init_from_run(run_config& cfg, const run_dir_check& c, const std::string& run_dir) {
+    train_config& t = cfg.train;
+    if (t.init.empty() || !t.init_sha256.empty() || c.state != run_dir_state::finished) return;
+    const run_config recorded = run_config_from_yaml(c.config_yaml, run_dir + "/config.yaml");
+    if (recorded.train.init_sha256.empty() ||
+        checkpoint_run_folder(recorded.train.init) != checkpoint_run_folder(t.init))
+        return;
+    t.init = recorded.train.init;
+    t.init_sha256 = recorded.train.init_sha256;
+}
+
 }  // namespace
 
 summarize_outcome summarize_sweep_dir(const std::string& dir, const report_flags* flags) {
@@ -248,6 +263,7 @@ summarize_outcome summarize_sweep_dir(const std::string& dir, const report_flags
         const std::string run_dir = dir + "/runs/" + point.id;
         const run_dir_check c = check_run_dir(run_dir);
         if (take_task_file_from_run(point.config, c, run_dir)) files_from_runs.insert(point.config.task.path);
+        take_init_from_run(point.config, c, run_dir);
         const std::string config_yaml = run_config_to_yaml(point.config);
         if (c.state == run_dir_state::finished && same_run_config(c.config_yaml, config_yaml)) {
             entries.push_back({&point, *c.result});

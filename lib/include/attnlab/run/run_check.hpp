@@ -44,6 +44,10 @@ struct config_difference {
 std::vector<config_difference> config_differences(const std::string& old_yaml, const std::string& new_yaml);
 // Whether two config.yaml texts describe the same run: the same text, or no difference above.
 bool same_run_config(const std::string& old_yaml, const std::string& new_yaml);
+// "<experiment>/runs/<run_id>" of a starting checkpoint's path (train.init: a run
+// folder or its model.safetensors): what names a trained run wherever the results
+// folder lies; the whole path when it has fewer parts.
+std::string checkpoint_run_folder(const std::string& path);
 // "train.steps 3000 -> 300, train.lr 0.001 -> 0.003"
 std::string differences_text(const std::vector<config_difference>& diffs);
 
