@@ -197,6 +197,8 @@ def figure(args):
         by[key]["points"].append((plot_style.number(args.figure, r, "order", int),
                                   plot_style.number(args.figure, r, "excess_bits")))
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    highest = max(n for v in by.values() for n, _ in v["points"])
+    never_at = 2 * highest  # a row above the orders tried: "never within"
     for i, kind in enumerate(("maclaurin", "centred", "chebyshev")):
         xs, ys, never = [], [], []
         for (k, run), v in sorted(by.items()):
@@ -204,17 +206,26 @@ def figure(args):
                 continue
             n = degree_needed(v["points"], args.within)
             if n is None:
-                never.append(run)
+                never.append((run, v["largest"]))
             else:
                 xs.append(v["largest"])
                 ys.append(n)
         st = plot_style.style(i)
-        ax.plot(xs, ys, linestyle="none", marker=st["marker"], color=st["color"], label=kind)
-        for run in never:
+        shift = 0.3 * (i - 1)  # side by side where two polynomials need the same degree
+        ax.plot([x + shift for x in xs], ys, linestyle="none", marker=st["marker"], color=st["color"], label=kind)
+        ax.plot([x + shift for _, x in never], [never_at] * len(never), linestyle="none", marker=st["marker"],
+                markerfacecolor="none", color=st["color"])
+        for run, _ in never:
             print(f"{kind}: {run} is never within {args.within} bits at the orders tried", file=sys.stderr)
+    ax.axhline(1.41 * highest, color="0.6", linewidth=0.8, linestyle="--")
+    ax.set_yscale("log", base=2)
+    lowest = min([n for v in by.values() for n, _ in v["points"] if n >= 1] + [highest])
+    ticks = [2 ** e for e in range(max(0, int(math.log2(lowest))), int(math.log2(highest)) + 1)]
+    ax.set_yticks(ticks + [never_at])
+    ax.set_yticklabels([str(t) for t in ticks] + [f"never\n(<= {highest})"])
+    ax.minorticks_off()
     ax.set_xlabel("largest |score| on the test windows")
     ax.set_ylabel(f"degree within {args.within} bits/byte of exp")
-    ax.set_yscale("log", base=2)
     ax.legend(title="polynomial")
     stem = args.out or os.path.splitext(args.figure)[0]
     return plot_style.save(fig, stem)

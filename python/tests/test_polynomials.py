@@ -3,6 +3,10 @@ trained softmax model (scripts/truncation_polynomials.py), checked against
 independent arithmetic, and the model's hook that scores with them."""
 
 import math
+import os
+import subprocess
+import sys
+import tempfile
 import unittest
 
 import numpy as np
@@ -96,6 +100,51 @@ class PolynomialsTest(unittest.TestCase):
             s, c, "maclaurin", 2)))
         self.assertTrue(torch.allclose(hooked2, taylor2, rtol=1e-13, atol=1e-13))
         self.assertFalse(torch.allclose(hooked2, exact, atol=1e-3))
+
+
+class DegreeNeededFigureTest(unittest.TestCase):
+    """scripts/truncation_polynomials.py --figure: the lowest order from which
+    every larger order tried is within the tolerance; runs never within are
+    drawn on a row of their own and named on stderr."""
+
+    SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "truncation_polynomials.py")
+
+    def test_degree_needed_and_the_figure(self):
+        columns = ["run", "lr", "seed", "largest_abs_score", "score_lo", "score_hi", "polynomial", "order",
+                   "bits_per_byte", "exact_bits_per_byte", "excess_bits", "mean_row_tv", "max_row_tv",
+                   "rows_nonpositive", "windows"]
+        excess = {  # (polynomial, run): excess bits at orders 8, 16, 32, 64
+            ("maclaurin", "a"): [3.0, 0.5, 0.01, 0.001],   # within from 32
+            ("maclaurin", "b"): [0.01, 0.5, 0.01, 0.001],  # 8 is within, 16 is not: from 32
+            ("centred", "a"): [3.0, 2.0, 1.0, 0.5],        # never
+            ("chebyshev", "a"): [0.015, 0.0, -0.001, 0.0],  # from 8
+        }
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.csv")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(",".join(columns) + "\n")
+                for (kind, run), values in excess.items():
+                    for n, e in zip((8, 16, 32, 64), values):
+                        f.write(f"{run},0.01,0,40.0,-40,12,{kind},{n},{2 + e},2,{e},0,0,0,8\n")
+            r = subprocess.run([sys.executable, self.SCRIPT, "--figure", path, "--within", "0.02"],
+                               capture_output=True, text=True, env=dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=os.pathsep.join(
+                                   [os.path.dirname(os.path.dirname(polynomials.__file__))] +
+                                   [p for p in [os.environ.get("PYTHONPATH")] if p])))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("centred: a is never within 0.02 bits", r.stderr)
+            self.assertNotIn("maclaurin: a is never", r.stderr)
+            for ext in (".png", ".pdf"):
+                self.assertGreater(os.path.getsize(os.path.join(d, "t" + ext)), 1000)
+        sys.path.insert(0, os.path.dirname(self.SCRIPT))
+        try:
+            import truncation_polynomials as tp
+        finally:
+            sys.path.pop(0)
+        self.assertEqual(tp.degree_needed([(8, 3.0), (16, 0.5), (32, 0.01), (64, 0.001)], 0.02), 32)
+        self.assertEqual(tp.degree_needed([(8, 0.01), (16, 0.5), (32, 0.01), (64, 0.001)], 0.02), 32)
+        self.assertEqual(tp.degree_needed([(8, 0.015), (16, 0.0), (32, -0.001)], 0.02), 8)
+        self.assertIsNone(tp.degree_needed([(8, 3.0), (16, 0.5)], 0.02))
+        self.assertIsNone(tp.degree_needed([(8, 0.0), (16, float("nan"))], 0.02))
 
 
 if __name__ == "__main__":
