@@ -541,11 +541,13 @@ TEST_CASE("quadratic form: the tiled path's online row max, where a later tile r
     }
 }
 
-TEST_CASE("quadratic form: the path by length; the tiled path keeps nothing of T x T", "[attention][tiled]") {
+TEST_CASE("quadratic form: the path by size; the tiled path keeps nothing of T x T", "[attention][tiled]") {
     const attention_config a = variant_config(numerator_kind::exp, denominator_kind::softmax);
-    CHECK_FALSE(tiled_at(tiled_min_length - 1));
-    CHECK(tiled_at(tiled_min_length));
-    CHECK(keeps_weights(a, 1, 128, 2, 16));
+    CHECK(quadratic_tiles());
+    CHECK(keeps_weights(a, 32, 64, 2, 16));        // quickstart's 2^18 weights per layer: kept
+    CHECK_FALSE(keeps_weights(a, 32, 128, 2, 16));  // the lm preset's 2^20: tiled
+    CHECK(keeps_weights(a, 1, 512, 1, 16));
+    CHECK_FALSE(keeps_weights(a, 1, 513, 1, 16));
     CHECK_FALSE(keeps_weights(a, 4, 1024, 4, 16));  // lookup_length's long rows: tiled
     const attention_cache_size n = attention_cache_size_of(a, 4, 1024, 4, 16);
     CHECK(n.weights == 0);
@@ -558,6 +560,6 @@ TEST_CASE("quadratic form: the path by length; the tiled path keeps nothing of T
         CHECK(keeps_weights(a, 4, 1024, 4, 16));
     }
     const forced_quadratic_path rows(quadratic_path::rows);
-    CHECK_FALSE(tiled_at(4096));
+    CHECK_FALSE(quadratic_tiles());
     CHECK_FALSE(keeps_weights(a, 1, 16, 1, 16));
 }

@@ -61,10 +61,7 @@ std::atomic<quadratic_path> forced_path{path_from_environment()};
 
 quadratic_path force_quadratic_path(quadratic_path path) { return forced_path.exchange(path); }
 
-bool tiled_at(int Tn) {
-    const quadratic_path p = forced_path.load();
-    return p == quadratic_path::tiled || (p == quadratic_path::automatic && Tn >= tiled_min_length);
-}
+bool quadratic_tiles() { return forced_path.load() != quadratic_path::rows; }
 
 bool keeps_weights(const attention_config& cfg, int B, int T_cap, int NH, int HS) {
     const size_t pairs = static_cast<size_t>(B) * NH, tt = static_cast<size_t>(T_cap) * T_cap;
@@ -368,7 +365,7 @@ void attention_layer<T>::forward_heads(T* out, attention_cache<T>& cache, const 
         T* kept_w = kept_pair(cache.kept_weights, cache, bh);
         if (chunked)
             numerator_chunked(U.data(), z, scratch, in.q + off, in.k + off, fq, fk, Tn);
-        else if (!kept_w && tiled_at(Tn))
+        else if (!kept_w && quadratic_tiles())
             numerator_tiled(U.data(), z, scratch, row_max_pair(cache, bh), cache.T_cap, in.q + off, fq, Tn);
         else
             numerator_quadratic(U.data(), z, scratch, kept_pair(cache.kept_scores, cache, bh), kept_w, in.q + off, fq,
@@ -550,7 +547,7 @@ void attention_layer<T>::backward_heads(const attention_grads<T>& grads, const T
         else if (chunked)
             Vg = V;
         if (chunked || !kept_w) keys_transposed(scratch, in.k + off, fk, Tn);  // kept weights need no K^T
-        const bool tiled = !chunked && !kept_w && tiled_at(Tn);
+        const bool tiled = !chunked && !kept_w && quadratic_tiles();
         transpose_into(scratch.Vgt.data(), copy_vg ? Vg.data() : in.v + off, Tn, HS, copy_vg ? HS : C);  // (HS, T)
         dVg.setZero();
         if (features_) {

@@ -10,8 +10,8 @@
 // weights. Where they are small enough (keeps_weights), the quadratic form
 // keeps them in the cache instead, and the backward reads them back: one
 // product and one exp pass fewer, bit for bit the same numbers.
-// Long rows are tiled instead (quadratic_path::tiled, from tiled_min_length
-// on): rows [t0, t1) against keys [k0, k0 + tile_keys) at a time, so that a
+// Otherwise the rows are tiled (quadratic_path::tiled): rows [t0, t1)
+// against keys [k0, k0 + tile_keys) at a time, so that a
 // tile's scores, weights and their gradient stay in L1/L2; u_t and z_t
 // accumulate tile by tile. exp with a scale-invariant denominator subtracts
 // an online row max (u_t and z_t rescaled by exp(m_old - m_new) when it
@@ -72,27 +72,24 @@ attention_cache_size attention_cache_size_of(const attention_config& cfg, int B,
 
 // Whether the cache keeps the forward's weights (and scores) for the
 // backward: in the quadratic form, when they take at most
-// kept_weights_limit elements per layer (16 MiB of floats: T 128 at batch
-// 32 with 2 heads, or T 512 at batch 8). Beyond that they would leave the
-// caches anyway, and recomputing costs less than the memory.
-constexpr std::size_t kept_weights_limit = std::size_t(1) << 22;
+// kept_weights_limit elements per layer (1 MiB of floats: T 64 at batch 32
+// with 2 heads, or T 128 at batch 8). Beyond that they leave the caches,
+// and the tiled path's recomputation costs less than the memory traffic
+// (measured: docs/attention.md, "Long rows").
+constexpr std::size_t kept_weights_limit = std::size_t(1) << 18;
 bool keeps_weights(const attention_config& cfg, int B, int T_cap, int NH, int HS);
 
 // How the quadratic form gets a row block's weights: kept by the forward in
 // the cache (keeps_weights), recomputed by the backward for rows against
-// every key at once, or tiled over the keys (nothing of T x T anywhere).
+// every key at once (the path before tiling: only when forced), or tiled
+// over the keys (nothing of T x T anywhere; automatic, without kept weights).
 enum class quadratic_path { automatic, kept, rows, tiled };
-// Without a cache that keeps the weights, rows shorter than this run the
-// untiled row blocks, longer ones the tiled path (measured: docs/attention.md,
-// "Long rows").
-constexpr int tiled_min_length = 256;
 // For tests and benchmarks: every quadratic-form attention of this process
 // takes `path` (kept: whatever the cache's size; rows, tiled: keeps nothing),
 // automatic restores the rule above. Set it before init_cache. Returns the old one.
 quadratic_path force_quadratic_path(quadratic_path path);
-// Whether the quadratic form without kept weights tiles at length Tn: the
-// forced path, or automatic's Tn >= tiled_min_length.
-bool tiled_at(int Tn);
+// Whether the quadratic form without kept weights tiles (unless rows is forced).
+bool quadratic_tiles();
 
 // What the backward pass needs, per (b, h): sized for at most (B, T_cap).
 template <class T>
