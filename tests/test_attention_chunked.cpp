@@ -544,7 +544,7 @@ TEST_CASE("quadratic form: the tiled path's online row max, where a later tile r
 TEST_CASE("quadratic form: the path by size; the tiled path keeps nothing of T x T", "[attention][tiled]") {
     const attention_config a = variant_config(numerator_kind::exp, denominator_kind::softmax);
     CHECK(quadratic_tiles());
-    CHECK(keeps_weights(a, 32, 64, 2, 16));        // quickstart's 2^18 weights per layer: kept
+    CHECK(keeps_weights(a, 32, 64, 2, 16));         // quickstart's 2^18 weights per layer: kept
     CHECK_FALSE(keeps_weights(a, 32, 128, 2, 16));  // the lm preset's 2^20: tiled
     CHECK(keeps_weights(a, 1, 512, 1, 16));
     CHECK_FALSE(keeps_weights(a, 1, 513, 1, 16));

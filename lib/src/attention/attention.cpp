@@ -278,8 +278,8 @@ void attention_layer<T>::numerator_quadratic(T* u, T* z, attention_scratch<T>& s
 // Row block [t0, t1) against key tiles [k0, k1) from k0 = 0: every tile
 // starts at or before t0, so each row sees at least one key of each tile.
 template <class T>
-void attention_layer<T>::numerator_tiled(T* u, T* z, attention_scratch<T>& scratch, T* row_max, int T_cap,
-                                         const T* q, const T* fq, int Tn) const {
+void attention_layer<T>::numerator_tiled(T* u, T* z, attention_scratch<T>& scratch, T* row_max, int T_cap, const T* q,
+                                         const T* fq, int Tn) const {
     const int HS = HS_, R = scratch.block_rows, KB = scratch.tile_keys;
     for (int t0 = 0; t0 < Tn; t0 += R) {
         const int t1 = std::min(Tn, t0 + R), rows = t1 - t0;
@@ -294,7 +294,7 @@ void attention_layer<T>::numerator_tiled(T* u, T* z, attention_scratch<T>& scrat
             // exp(s - m_t) with the online row max m_t: when a tile raises it,
             // what the row has summed so far is rescaled by exp(m_old - m_new).
             score_block(b.S, scratch, q, Tn, t0, t1, k0, k1);
-            T* m = row_max + t0;          // (rows) the max so far
+            T* m = row_max + t0;           // (rows) the max so far
             T* at = row_max + T_cap + t0;  // (rows) its first index
             for (int r = 0; r < rows; ++r) {
                 const int n = keys_of_row(t0, r, k0, keys);

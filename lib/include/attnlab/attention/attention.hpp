@@ -229,8 +229,8 @@ private:
     // pair's (2, T_cap) share of cache.row_max, or null).
     void numerator_tiled(T* U, T* z, attention_scratch<T>& scratch, T* row_max, int T_cap, const T* q, const T* fq,
                          int Tn) const;
-    void numerator_backward_tiled(T* dq, T* dk, attention_scratch<T>& scratch, const T* row_max, int T_cap,
-                                  const T* q, const T* k, const T* fq, const T* fk, int Tn) const;
+    void numerator_backward_tiled(T* dq, T* dk, attention_scratch<T>& scratch, const T* row_max, int T_cap, const T* q,
+                                  const T* k, const T* fq, const T* fk, int Tn) const;
     // One head's u (T, HS) and z (T) (z only when the denominator reads it)
     // from its q, k (row stride C), features Fq, Fk (feature maps) and
     // Vg = g_in V (T, HS): the quadratic and the chunked form. kept_s,
