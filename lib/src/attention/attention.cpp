@@ -295,7 +295,7 @@ void attention_layer<T>::numerator_tiled(T* u, T* z, attention_scratch<T>& scrat
             // what the row has summed so far is rescaled by exp(m_old - m_new).
             score_block(b.S, scratch, q, Tn, t0, t1, k0, k1);
             T* m = row_max + t0;           // (rows) the max so far
-            T* at = row_max + T_cap + t0;  // (rows) its first index
+            T* at = row_max + T_cap + t0;  // (rows) the first key of the first tile that holds it
             for (int r = 0; r < rows; ++r) {
                 const int n = keys_of_row(t0, r, k0, keys);
                 const T* s = b.S + static_cast<long>(r) * keys;
@@ -303,14 +303,14 @@ void attention_layer<T>::numerator_tiled(T* u, T* z, attention_scratch<T>& scrat
                 const T tile_max = max_of(s, n);
                 if (!add) {
                     m[r] = tile_max;
-                    at[r] = max_grad_ ? T(first_index_of_max(s, n)) : T(0);
-                } else if (tile_max > m[r]) {
+                    at[r] = T(0);
+                } else if (tile_max > m[r]) {  // strictly: the first tile that holds the max
                     const T rescale = std::exp(m[r] - tile_max);
                     T* ur = u + static_cast<long>(t0 + r) * HS;
                     for (int i = 0; i < HS; ++i) ur[i] *= rescale;
                     if (needs_weight_sum_) z[t0 + r] *= rescale;
                     m[r] = tile_max;
-                    if (max_grad_) at[r] = T(k0 + first_index_of_max(s, n));
+                    at[r] = T(k0);
                 }
                 exp_shifted(w, s, padded(n, keys), m[r]);
                 std::fill(w + n, w + keys, T(0));
@@ -461,24 +461,41 @@ void attention_layer<T>::numerator_backward_quadratic(T* dq, T* dk, attention_sc
 // for exp). The exp kernel's term of the row max (variants.cpp):
 // ds_t,argmax -= sum_j ds_tj, summed over the row's tiles, then applied to
 // dq_t and dk_argmax; a clamp passes it only when the max is below the clamp.
+// argmax: the first key whose score is the max (first_index_of_max), found in
+// the recomputed scores of the tile the forward found it in (the same
+// products, so the same bits).
 template <class T>
 void attention_layer<T>::numerator_backward_tiled(T* dq, T* dk, attention_scratch<T>& scratch, const T* row_max,
                                                   int T_cap, const T* q, const T* k, const T* fq, const T* fk,
                                                   int Tn) const {
     const int C = NH_ * HS_, R = scratch.block_rows, KB = scratch.tile_keys;
     T through_max[attention_scratch<T>::block_rows];
+    long argmax[attention_scratch<T>::block_rows];
     for (int t0 = 0; t0 < Tn; t0 += R) {
         const int t1 = std::min(Tn, t0 + R), rows = t1 - t0;
         std::fill(through_max, through_max + rows, T(0));
-        for (int k0 = 0; k0 < t1; k0 += KB)
-            block_numerator_backward(dq, dk, scratch, scratch_block(scratch), q, k, fq, fk, Tn, t0, t1, k0,
-                                     std::min(t1, k0 + KB), row_max_ ? row_max + t0 : nullptr,
-                                     row_max_ ? through_max : nullptr);
+        std::fill(argmax, argmax + rows, -1L);
+        for (int k0 = 0; k0 < t1; k0 += KB) {
+            const int k1 = std::min(t1, k0 + KB), keys = k1 - k0;
+            block_numerator_backward(dq, dk, scratch, scratch_block(scratch), q, k, fq, fk, Tn, t0, t1, k0, k1,
+                                     row_max_ ? row_max + t0 : nullptr, row_max_ ? through_max : nullptr);
+            if (!max_grad_) continue;
+            for (int r = 0; r < rows; ++r) {  // the tile's scores are still in scratch.S
+                if (row_max[T_cap + t0 + r] != T(k0)) continue;
+                const T* s = scratch.S.data() + static_cast<long>(r) * keys;
+                for (int j = 0, n = keys_of_row(t0, r, k0, keys); j < n; ++j)
+                    if (s[j] == row_max[t0 + r]) {
+                        argmax[r] = k0 + j;
+                        break;
+                    }
+            }
+        }
         if (!max_grad_) continue;
         for (int r = 0; r < rows; ++r) {
             const int t = t0 + r;
             if (clamp_on_ && !(row_max[t] < clamp_)) continue;
-            const long a = static_cast<long>(row_max[T_cap + t]);
+            const long a = argmax[r];
+            if (a < 0) continue;  // a NaN row: no max
             const T c = scale_ * through_max[r];
             T* dq_t = dq + static_cast<long>(t) * C;
             T* dk_a = dk + a * C;

@@ -15,7 +15,7 @@
 // tile's scores, weights and their gradient stay in L1/L2; u_t and z_t
 // accumulate tile by tile. exp with a scale-invariant denominator subtracts
 // an online row max (u_t and z_t rescaled by exp(m_old - m_new) when it
-// grows); the cache keeps each row's final max and its first index, from
+// grows); the cache keeps each row's final max and the tile it lies in, from
 // which the backward recomputes each tile's weights and the argmax term of
 // the gradient (variants.cpp's exp_kernel). Signed kernels (polynomials) and
 // feature maps have no max to subtract: their tiles just add up.
@@ -104,7 +104,8 @@ struct attention_cache {
     // (t1 - t0, t1) row-major from element t0 * T of the pair's T_cap^2.
     std::vector<T> kept_weights, kept_scores;
     // (B, NH, 2, T_cap) or empty: per (b, h), the tiled path's row max m_t of the
-    // (clamped) scores, then the first index j of it (exp with a scale-invariant denominator).
+    // (clamped) scores, then the first key of the first tile that holds it,
+    // where the backward finds its first index (exp with a scale-invariant denominator).
     std::vector<T> row_max;
     // Of the divisor z_t (+ eps for elu1/relu) of the softmax denominator, last forward:
     std::vector<long> nonpositive_wsum;  // (B * NH) rows where it was <= 0
