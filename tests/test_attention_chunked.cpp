@@ -4,8 +4,9 @@
 // and every gradient) across chunk lengths; the same bits twice; a model
 // trained a few steps in both forms; the spec's refusals and config.yaml;
 // the cost model's choice. The quadratic form's weights kept by the forward
-// give the same bits as weights the backward recomputes. The variant lists
-// come from the variant table.
+// give the same bits as weights the backward recomputes, and its tiled path
+// (long rows: key tiles, online row max) equals the kept weights' to 1e-9 in
+// double. The variant lists come from the variant table.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -258,7 +259,9 @@ TEST_CASE("quadratic form: the forward's kept weights give the same bits as weig
         REQUIRE(keeps_weights(a, 1, T, 2, 4));
         REQUIRE_FALSE(keeps_weights(a, 1, long_T, 2, 4));
         const chunk_layer_inputs x = random_inputs(1, T, 2, 4, traits_of(a.denominator).out_norm_params * 4, 3);
-        const layer_run<float> kept = run_layer<float>(a, x), recomputed = run_layer<float>(a, x, long_T);
+        const layer_run<float> kept = run_layer<float>(a, x);
+        const forced_quadratic_path rows(quadratic_path::rows);  // not the tiled path (other bits)
+        const layer_run<float> recomputed = run_layer<float>(a, x, long_T);
         CHECK(same_bits(kept.out, recomputed.out));
         CHECK(same_bits(kept.dq, recomputed.dq));
         CHECK(same_bits(kept.dk, recomputed.dk));
@@ -447,4 +450,116 @@ TEST_CASE("bench --seq-lens: the crossover length interpolates where chunked mee
     const std::string csv = seq_len_bench_csv(points);
     CHECK_THAT(csv, StartsWith("variant,form,seq_len,batch,ms_per_1k_tokens,min,max,repeats,auto_form\n"));
     CHECK_THAT(csv, Contains("\na,chunked,512,0,3,3,3,1,quadratic\n"));
+}
+
+namespace {
+
+// The tiled path against the kept weights, in double: outputs and every
+// gradient to 1e-9 (relative to the largest), at lengths below one tile,
+// one row block, several tiles and not a multiple of either.
+void check_tiled_as_kept(const attention_config& a, const chunk_layer_inputs& x) {
+    layer_run<double> want, got;
+    {
+        const forced_quadratic_path kept(quadratic_path::kept);
+        REQUIRE(keeps_weights(a, x.B, x.T, x.NH, x.HS));
+        want = run_layer<double>(a, x);
+    }
+    {
+        const forced_quadratic_path tiled(quadratic_path::tiled);
+        REQUIRE_FALSE(keeps_weights(a, x.B, x.T, x.NH, x.HS));
+        got = run_layer<double>(a, x);
+    }
+    INFO(describe(a) << ", T " << x.T);
+    CHECK(max_difference(got.out, want.out) <= 1e-9);
+    CHECK(max_difference(got.dq, want.dq) <= 1e-9);
+    CHECK(max_difference(got.dk, want.dk) <= 1e-9);
+    CHECK(max_difference(got.dv, want.dv) <= 1e-9);
+    CHECK(max_difference(got.din, want.din) <= 1e-9);
+    CHECK(max_difference(got.dout_gate, want.dout_gate) <= 1e-9);
+    CHECK(max_difference(got.dparams, want.dparams) <= 1e-9);
+}
+
+// Every variant the quadratic form serves (every numerator at orders 1 to 3
+// x every denominator), gated, and with a clamp or a detached denominator
+// where the variant takes one.
+std::vector<attention_config> quadratic_variants() {
+    std::vector<attention_config> cases;
+    for (attention_config a : every_variant(1, 3)) {
+        a.form = parallel_form::quadratic;
+        cases.push_back(a);
+        cases.push_back(gated(a));
+        if (is_score_kernel(a.numerator)) {
+            attention_config c = a;
+            c.clamp = 0.3;  // some scores above, some below
+            cases.push_back(c);
+        }
+        if (traits_of(a.denominator).detachable) {
+            attention_config d = a;
+            d.detach_denominator = true;
+            cases.push_back(d);
+        }
+    }
+    return cases;
+}
+
+}  // namespace
+
+TEST_CASE("quadratic form: the tiled path = the kept weights to 1e-9 in double, T 1, 7, 64, 200, 1030",
+          "[attention][tiled]") {
+    for (const attention_config& a : quadratic_variants())
+        for (int T : {1, 7, 64, 200}) {
+            const chunk_layer_inputs x = random_inputs(2, T, 2, 3, traits_of(a.denominator).out_norm_params * 3, 23);
+            check_tiled_as_kept(a, x);
+        }
+}
+
+TEST_CASE("quadratic form: the tiled path = the kept weights at T 1030 (several tiles, a partial one)",
+          "[attention][tiled]") {
+    for (const attention_config& a : quadratic_variants()) {
+        const chunk_layer_inputs x = random_inputs(1, 1030, 1, 4, traits_of(a.denominator).out_norm_params * 4, 29);
+        check_tiled_as_kept(a, x);
+    }
+}
+
+TEST_CASE("quadratic form: the tiled path's online row max, where a later tile raises it", "[attention][tiled]") {
+    // Scores that grow along the row: every new tile holds a larger max, so
+    // u_t and z_t are rescaled tile after tile; large scores too (exp of
+    // them overflows unless the max is subtracted).
+    const int T = 700;
+    for (denominator_kind d : all_denominators) {
+        if (!traits_of(d).scale_invariant) continue;
+        attention_config a = variant_config(numerator_kind::exp, d);
+        chunk_layer_inputs x = random_inputs(1, T, 1, 4, traits_of(d).out_norm_params * 4, 31);
+        for (int t = 0; t < T; ++t) x.k[t * 4] = 0.2 * t;  // s_tj grows with j where q_t's first entry is > 0
+        for (int t = 0; t < T; ++t) x.q[t * 4] = 2.0;
+        check_tiled_as_kept(a, x);
+        const forced_quadratic_path tiled(quadratic_path::tiled);
+        const layer_run<float> f = run_layer<float>(a, x);
+        for (float o : f.out) REQUIRE(std::isfinite(o));
+        for (float g : f.dq) REQUIRE(std::isfinite(g));
+        for (float g : f.dk) REQUIRE(std::isfinite(g));
+    }
+}
+
+TEST_CASE("quadratic form: the path by size; the tiled path keeps nothing of T x T", "[attention][tiled]") {
+    const attention_config a = variant_config(numerator_kind::exp, denominator_kind::softmax);
+    CHECK(quadratic_tiles());
+    CHECK(keeps_weights(a, 32, 64, 2, 16));         // quickstart's 2^18 weights per layer: kept
+    CHECK_FALSE(keeps_weights(a, 32, 128, 2, 16));  // the lm preset's 2^20: tiled
+    CHECK(keeps_weights(a, 1, 512, 1, 16));
+    CHECK_FALSE(keeps_weights(a, 1, 513, 1, 16));
+    CHECK_FALSE(keeps_weights(a, 4, 1024, 4, 16));  // lookup_length's long rows: tiled
+    const attention_cache_size n = attention_cache_size_of(a, 4, 1024, 4, 16);
+    CHECK(n.weights == 0);
+    CHECK(n.scores == 0);
+    CHECK(n.row_max == std::size_t(4) * 4 * 2 * 1024);
+    const attention_scratch_size s = attention_scratch_size_of(a, 1024, 16);
+    CHECK(s.block == std::size_t(attention_scratch<float>::block_rows) * 1024);  // scratch: a row block at most
+    {
+        const forced_quadratic_path kept(quadratic_path::kept);
+        CHECK(keeps_weights(a, 4, 1024, 4, 16));
+    }
+    const forced_quadratic_path rows(quadratic_path::rows);
+    CHECK_FALSE(quadratic_tiles());
+    CHECK_FALSE(keeps_weights(a, 1, 16, 1, 16));
 }

@@ -12,7 +12,27 @@ struct layer_dims {
     int B = 2, T = 5, NH = 2, HS = 3;
 };
 
+// Every quadratic-form attention of the test takes `path` while this lives.
+struct forced_quadratic_path {
+    quadratic_path old;
+    explicit forced_quadratic_path(quadratic_path path) : old(force_quadratic_path(path)) {}
+    ~forced_quadratic_path() { force_quadratic_path(old); }
+    forced_quadratic_path(const forced_quadratic_path&) = delete;
+    forced_quadratic_path& operator=(const forced_quadratic_path&) = delete;
+};
+
+inline void check_attention_layer_once(const attention_config& cfg, layer_dims dims);
+
+// The check in the path the layer picks by itself (the kept weights at
+// these sizes), then with the tiled path forced.
 inline void check_attention_layer(const attention_config& cfg, layer_dims dims = {}) {
+    check_attention_layer_once(cfg, dims);
+    INFO("tiled path");
+    const forced_quadratic_path tiled(quadratic_path::tiled);
+    check_attention_layer_once(cfg, dims);
+}
+
+inline void check_attention_layer_once(const attention_config& cfg, layer_dims dims) {
     const int B = dims.B, T = dims.T, NH = dims.NH, HS = dims.HS, C = NH * HS, N = B * T;
     attention_layer<double> att(cfg, NH, HS);
     attention_cache<double> cache;

@@ -13,8 +13,10 @@
 #include "attnlab/attention/attention.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -36,12 +38,41 @@ template <class T>
 T* kept_pair(std::vector<T>& kept, const attention_cache<T>& cache, int bh) {
     return kept.empty() ? nullptr : kept.data() + static_cast<size_t>(bh) * cache.T_cap * cache.T_cap;
 }
+// Pair bh's (2, T_cap) share of the cache's row maxima, or null when it keeps none.
+template <class T>
+T* row_max_pair(attention_cache<T>& cache, int bh) {
+    return cache.row_max.empty() ? nullptr : cache.row_max.data() + static_cast<size_t>(bh) * 2 * cache.T_cap;
+}
 }  // namespace
+
+namespace {
+// ATTNLAB_QUADRATIC_PATH=kept|rows|tiled forces a path from the start (for
+// timing one path against another with one binary); unset: automatic.
+quadratic_path path_from_environment() {
+    const char* v = std::getenv("ATTNLAB_QUADRATIC_PATH");
+    const std::string s = v ? v : "";
+    if (s == "kept") return quadratic_path::kept;
+    if (s == "rows") return quadratic_path::rows;
+    if (s == "tiled") return quadratic_path::tiled;
+    return quadratic_path::automatic;
+}
+std::atomic<quadratic_path> forced_path{path_from_environment()};
+}  // namespace
+
+quadratic_path force_quadratic_path(quadratic_path path) { return forced_path.exchange(path); }
+
+bool quadratic_tiles() { return forced_path.load() != quadratic_path::rows; }
 
 bool keeps_weights(const attention_config& cfg, int B, int T_cap, int NH, int HS) {
     const size_t pairs = static_cast<size_t>(B) * NH, tt = static_cast<size_t>(T_cap) * T_cap;
-    return choose_form(cfg, T_cap, HS) == parallel_form::quadratic && tt <= kept_weights_limit &&
-           pairs * tt <= kept_weights_limit;
+    if (choose_form(cfg, T_cap, HS) != parallel_form::quadratic) return false;
+    switch (forced_path.load()) {
+        case quadratic_path::kept: return true;
+        case quadratic_path::rows:
+        case quadratic_path::tiled: return false;
+        case quadratic_path::automatic: break;
+    }
+    return tt <= kept_weights_limit && pairs * tt <= kept_weights_limit;
 }
 
 attention_cache_size attention_cache_size_of(const attention_config& cfg, int B, int T_cap, int NH, int HS) {
@@ -55,6 +86,8 @@ attention_cache_size attention_cache_size_of(const attention_config& cfg, int B,
     if (keeps_weights(cfg, B, T_cap, NH, HS)) {
         n.weights = bh * T_cap * T_cap;
         if (traits_of(cfg.numerator).family != numerator_family::feature_map) n.scores = n.weights;
+    } else if (cfg.numerator == numerator_kind::exp && is_scale_invariant(cfg.denominator)) {
+        n.row_max = bh * 2 * T_cap;  // the tiled path's (any Tn <= T_cap may take it)
     }
     return n;
 }
@@ -90,6 +123,7 @@ void attention_cache<T>::resize(int B_, int T_, int NH_, int HS_, const attentio
     min_abs_wsum.assign(n.pairs, std::numeric_limits<T>::infinity());
     kept_weights.assign(n.weights, T(0));
     kept_scores.assign(n.scores, T(0));
+    row_max.assign(n.row_max, T(0));
 }
 
 template <class T>
@@ -132,6 +166,8 @@ attention_layer<T>::attention_layer(const attention_config& cfg, int NH, int HS)
       in_gate_(cfg.in_gate),
       out_gate_(uses_out_gate(cfg)),
       needs_weight_sum_(traits_of(cfg.denominator).uses_weight_sum),
+      row_max_(cfg.numerator == numerator_kind::exp && is_scale_invariant(cfg.denominator)),
+      max_grad_(row_max_ && !cfg.detach_denominator),
       kernel_(make_score_kernel<T>(cfg)),
       features_(make_feature_map<T>(cfg)),
       denom_(make_denominator<T>(cfg)),
@@ -164,42 +200,67 @@ typename attention_layer<T>::block_weights attention_layer<T>::scratch_block(att
     return {scratch.S.data(), scratch.W.data(), false};
 }
 
+namespace {
+// Keys of row r of a block of rows from t0 against keys [k0, k0 + keys): k0..min(t, k1 - 1).
+int keys_of_row(int t0, int r, int k0, int keys) { return std::min(keys, t0 + r + 1 - k0); }
+// A row's entries that exp takes with a padded row: n rounded up to 16, within the width.
+int padded(int n, int width) { return std::min(width, (n + 15) / 16 * 16); }
+}  // namespace
+
+template <class T>
+void attention_layer<T>::score_block(T* S, const attention_scratch<T>& scratch, const T* q, int Tn, int t0, int t1,
+                                     int k0, int k1) const {
+    const int C = NH_ * HS_, rows = t1 - t0, keys = k1 - k0;
+    small_gemm(S, keys, q + static_cast<long>(t0) * C, C, scratch.Kt.data() + k0, Tn, rows, keys, HS_, scale_, false,
+               {}, causal_keys(t0, k0));
+    if (clamp_on_)
+        for (int r = 0; r < rows; ++r) {
+            T* s = S + static_cast<long>(r) * keys;
+            for (int j = 0, n = keys_of_row(t0, r, k0, keys); j < n; ++j) s[j] = std::min(s[j], clamp_);
+        }
+}
+
 template <class T>
 void attention_layer<T>::weight_block(block_weights b, const attention_scratch<T>& scratch, const T* q, const T* fq,
-                                      int Tn, int t0, int t1, int k0) const {
-    const int C = NH_ * HS_, rows = t1 - t0, keys = t1 - k0;
+                                      int Tn, int t0, int t1, int k0, int k1, const T* shift) const {
+    const int rows = t1 - t0, keys = k1 - k0;
     const row_band causal = causal_keys(t0, k0);
     matrix_map<T> W(b.W, rows, keys);  // (rows, keys)
     if (kernel_) {
-        matrix_map<T> S(b.S, rows, keys);  // (rows, keys) = scale Q K^T
-        small_gemm(S.data(), keys, q + static_cast<long>(t0) * C, C, scratch.Kt.data() + k0, Tn, rows, keys, HS_,
-                   scale_, false, {}, causal);
+        score_block(b.S, scratch, q, Tn, t0, t1, k0, k1);  // (rows, keys) = scale Q K^T, clamped
+        matrix_map<T> S(b.S, rows, keys);
         for (int r = 0; r < rows; ++r) {
-            const int n = t0 + r + 1 - k0;  // keys k0..t
-            if (clamp_on_)
-                for (int j = 0; j < n; ++j) S(r, j) = std::min(S(r, j), clamp_);
-            kernel_->forward_row_padded(&W(r, 0), &S(r, 0), n, keys);
+            const int n = keys_of_row(t0, r, k0, keys);  // keys k0..t
+            if (shift) {  // exp(s - m_t) with the row's max over every key (the tiled path)
+                exp_shifted(&W(r, 0), &S(r, 0), padded(n, keys), shift[r]);
+                std::fill(&W(r, 0) + n, &W(r, 0) + keys, T(0));
+            } else {
+                kernel_->forward_row_padded(&W(r, 0), &S(r, 0), n, keys);
+            }
         }
     } else {  // W = Phi(Q) Phi(K)^T
         small_gemm(W.data(), keys, fq + static_cast<long>(t0) * HS_, HS_, scratch.Kt.data() + k0, Tn, rows, keys, HS_,
                    T(1), false, {}, causal);
         for (int r = 0; r < rows; ++r)
-            for (int j = t0 + r + 1 - k0; j < keys; ++j) W(r, j) = T(0);
+            for (int j = keys_of_row(t0, r, k0, keys); j < keys; ++j) W(r, j) = T(0);
     }
 }
 
 template <class T>
 void attention_layer<T>::block_numerator(T* u, T* z, attention_scratch<T>& scratch, block_weights b, const T* q,
-                                         const T* fq, int Tn, int t0, int t1, int k0) const {
-    const int HS = HS_, rows = t1 - t0, keys = t1 - k0;
-    weight_block(b, scratch, q, fq, Tn, t0, t1, k0);
+                                         const T* fq, int Tn, int t0, int t1, int k0, int k1, bool add) const {
+    const int HS = HS_, rows = t1 - t0, keys = k1 - k0;
+    weight_block(b, scratch, q, fq, Tn, t0, t1, k0, k1);
     const_matrix_map<T> W(b.W, rows, keys);  // (rows, keys), zero above the diagonal
-    // U (rows, HS) = W Vg
+    // U (rows, HS) = (or +=) W Vg
     small_gemm(u + static_cast<long>(t0) * HS, HS, W.data(), keys, scratch.Vg.data() + static_cast<long>(k0) * HS, HS,
-               rows, HS, keys, T(1), false, causal_keys(t0, k0));
+               rows, HS, keys, T(1), add, causal_keys(t0, k0));
     if (needs_weight_sum_)
         // sum_of, not Eigen's sum(): W may sit in the cache at any alignment.
-        for (int r = 0; r < rows; ++r) z[t0 + r] = sum_of(b.W + static_cast<long>(r) * keys, t0 + r + 1 - k0);
+        for (int r = 0; r < rows; ++r) {
+            const T s = sum_of(b.W + static_cast<long>(r) * keys, keys_of_row(t0, r, k0, keys));
+            z[t0 + r] = add ? z[t0 + r] + s : s;
+        }
 }
 
 template <class T>
@@ -209,7 +270,58 @@ void attention_layer<T>::numerator_quadratic(T* u, T* z, attention_scratch<T>& s
         const long at = static_cast<long>(t0) * Tn;  // the block's place in the kept (T, T)
         block_weights b = scratch_block(scratch);
         if (kept_w) b = {kept_s ? kept_s + at : b.S, kept_w + at, false};
-        block_numerator(u, z, scratch, b, q, fq, Tn, t0, std::min(Tn, t0 + scratch.block_rows), 0);
+        const int t1 = std::min(Tn, t0 + scratch.block_rows);
+        block_numerator(u, z, scratch, b, q, fq, Tn, t0, t1, 0, t1);
+    }
+}
+
+// Row block [t0, t1) against key tiles [k0, k1) from k0 = 0: every tile
+// starts at or before t0, so each row sees at least one key of each tile.
+template <class T>
+void attention_layer<T>::numerator_tiled(T* u, T* z, attention_scratch<T>& scratch, T* row_max, int T_cap, const T* q,
+                                         const T* fq, int Tn) const {
+    const int HS = HS_, R = scratch.block_rows, KB = scratch.tile_keys;
+    for (int t0 = 0; t0 < Tn; t0 += R) {
+        const int t1 = std::min(Tn, t0 + R), rows = t1 - t0;
+        for (int k0 = 0; k0 < t1; k0 += KB) {
+            const int k1 = std::min(t1, k0 + KB), keys = k1 - k0;
+            const bool add = k0 > 0;
+            const block_weights b = scratch_block(scratch);
+            if (!row_max_) {  // no shift: the tiles' terms just add up
+                block_numerator(u, z, scratch, b, q, fq, Tn, t0, t1, k0, k1, add);
+                continue;
+            }
+            // exp(s - m_t) with the online row max m_t: when a tile raises it,
+            // what the row has summed so far is rescaled by exp(m_old - m_new).
+            score_block(b.S, scratch, q, Tn, t0, t1, k0, k1);
+            T* m = row_max + t0;           // (rows) the max so far
+            T* at = row_max + T_cap + t0;  // (rows) the first key of the first tile that holds it
+            for (int r = 0; r < rows; ++r) {
+                const int n = keys_of_row(t0, r, k0, keys);
+                const T* s = b.S + static_cast<long>(r) * keys;
+                T* w = b.W + static_cast<long>(r) * keys;
+                const T tile_max = max_of(s, n);
+                if (!add) {
+                    m[r] = tile_max;
+                    at[r] = T(0);
+                } else if (tile_max > m[r]) {  // strictly: the first tile that holds the max
+                    const T rescale = std::exp(m[r] - tile_max);
+                    T* ur = u + static_cast<long>(t0 + r) * HS;
+                    for (int i = 0; i < HS; ++i) ur[i] *= rescale;
+                    if (needs_weight_sum_) z[t0 + r] *= rescale;
+                    m[r] = tile_max;
+                    at[r] = T(k0);
+                }
+                exp_shifted(w, s, padded(n, keys), m[r]);
+                std::fill(w + n, w + keys, T(0));
+                if (needs_weight_sum_) {
+                    const T sum = sum_of(w, n);
+                    z[t0 + r] = add ? z[t0 + r] + sum : sum;
+                }
+            }
+            small_gemm(u + static_cast<long>(t0) * HS, HS, b.W, keys, scratch.Vg.data() + static_cast<long>(k0) * HS,
+                       HS, rows, HS, keys, T(1), add, causal_keys(t0, k0));
+        }
     }
 }
 
@@ -250,11 +362,14 @@ void attention_layer<T>::forward_heads(T* out, attention_cache<T>& cache, const 
 
         keys_transposed(scratch, in.k + off, fk, Tn);
 
+        T* kept_w = kept_pair(cache.kept_weights, cache, bh);
         if (chunked)
             numerator_chunked(U.data(), z, scratch, in.q + off, in.k + off, fq, fk, Tn);
+        else if (!kept_w && quadratic_tiles())
+            numerator_tiled(U.data(), z, scratch, row_max_pair(cache, bh), cache.T_cap, in.q + off, fq, Tn);
         else
-            numerator_quadratic(U.data(), z, scratch, kept_pair(cache.kept_scores, cache, bh),
-                                kept_pair(cache.kept_weights, cache, bh), in.q + off, fq, Tn);
+            numerator_quadratic(U.data(), z, scratch, kept_pair(cache.kept_scores, cache, bh), kept_w, in.q + off, fq,
+                                Tn);
 
         long nonpositive = 0;
         T min_abs = std::numeric_limits<T>::infinity();
@@ -277,10 +392,10 @@ void attention_layer<T>::forward_heads(T* out, attention_cache<T>& cache, const 
 template <class T>
 void attention_layer<T>::block_numerator_backward(T* dq, T* dk, attention_scratch<T>& scratch, block_weights b,
                                                   const T* q, const T* k, const T* fq, const T* fk, int Tn, int t0,
-                                                  int t1, int k0) const {
-    const int HS = HS_, C = NH_ * HS, rows = t1 - t0, keys = t1 - k0;
+                                                  int t1, int k0, int k1, const T* shift, T* through_max) const {
+    const int HS = HS_, C = NH_ * HS, rows = t1 - t0, keys = k1 - k0;
     const row_band causal = causal_keys(t0, k0), causal_t = {-(t0 - k0), INT_MAX / 2};  // of W (rows, keys), W^T
-    if (!b.kept) weight_block(b, scratch, q, fq, Tn, t0, t1, k0);
+    if (!b.kept) weight_block(b, scratch, q, fq, Tn, t0, t1, k0, k1, shift);
     const T* W = b.W;                                                                                    // (rows, keys)
     T* dW = scratch.dW.data();                                                                           // (rows, keys)
     const T* dU = scratch.dU.data() + static_cast<long>(t0) * HS;                                        // (rows, HS)
@@ -289,7 +404,7 @@ void attention_layer<T>::block_numerator_backward(T* dq, T* dk, attention_scratc
     small_gemm(scratch.dVg.data() + static_cast<long>(k0) * HS, HS, W, keys, dU, HS, keys, HS, rows, T(1), true,
                causal_t, {}, true);
     if (kernel_) {
-        score_rows_backward(scratch, b, t0, t1, k0);  // dW <- ds (rows, keys), zero above the diagonal
+        score_rows_backward(scratch, b, t0, t1, k0, k1, through_max);  // dW <- ds (rows, keys), 0 above the diagonal
         small_gemm(dq + static_cast<long>(t0) * C, C, dW, keys, k + static_cast<long>(k0) * C, C, rows, HS, keys,
                    scale_, true, causal);  // dQ (rows, HS) += scale ds K
         small_gemm(dk + static_cast<long>(k0) * C, C, dW, keys, q + static_cast<long>(t0) * C, C, keys, HS, rows,
@@ -297,7 +412,7 @@ void attention_layer<T>::block_numerator_backward(T* dq, T* dk, attention_scratc
     } else {
         for (int r = 0; r < rows; ++r) {  // dw_tj + dz_t below the diagonal, 0 above
             T* dw = dW + static_cast<long>(r) * keys;
-            const int n = t0 + r + 1 - k0;
+            const int n = keys_of_row(t0, r, k0, keys);
             if (needs_weight_sum_)
                 for (int j = 0; j < n; ++j) dw[j] += scratch.dz[t0 + r];
             for (int j = n; j < keys; ++j) dw[j] = T(0);
@@ -310,15 +425,20 @@ void attention_layer<T>::block_numerator_backward(T* dq, T* dk, attention_scratc
 }
 
 template <class T>
-void attention_layer<T>::score_rows_backward(attention_scratch<T>& scratch, block_weights b, int t0, int t1,
-                                             int k0) const {
-    const int rows = t1 - t0, keys = t1 - k0;
+void attention_layer<T>::score_rows_backward(attention_scratch<T>& scratch, block_weights b, int t0, int t1, int k0,
+                                             int k1, T* through_max) const {
+    const int rows = t1 - t0, keys = k1 - k0;
     const_matrix_map<T> S(b.S, rows, keys), W(b.W, rows, keys);  // (rows, keys)
     matrix_map<T> dW(scratch.dW.data(), rows, keys);             // (rows, keys)
     for (int r = 0; r < rows; ++r) {
-        const int n = t0 + r + 1 - k0;
+        const int n = keys_of_row(t0, r, k0, keys);
         const T dz_t = needs_weight_sum_ ? scratch.dz[t0 + r] : T(0);
-        kernel_->backward_row_padded(&dW(r, 0), &dW(r, 0), dz_t, S.row(r).data(), W.row(r).data(), n, keys);
+        if (through_max) {  // the tiled path's exp(s - m_t): ds = w (dw + dz); the argmax's term is the caller's
+            through_max[r] += scaled_sum(&dW(r, 0), &dW(r, 0), dz_t, W.row(r).data(), padded(n, keys));
+            std::fill(&dW(r, 0) + n, &dW(r, 0) + keys, T(0));
+        } else {
+            kernel_->backward_row_padded(&dW(r, 0), &dW(r, 0), dz_t, S.row(r).data(), W.row(r).data(), n, keys);
+        }
         if (clamp_on_)  // min(s, c) passes the gradient only below c
             for (int j = 0; j < n; ++j)
                 if (!(S(r, j) < clamp_)) dW(r, j) = T(0);
@@ -332,7 +452,60 @@ void attention_layer<T>::numerator_backward_quadratic(T* dq, T* dk, attention_sc
         const long at = static_cast<long>(t0) * Tn;  // the block's place in the kept (T, T)
         block_weights b = scratch_block(scratch);
         if (kept_w) b = {kept_s ? kept_s + at : b.S, kept_w + at, true};
-        block_numerator_backward(dq, dk, scratch, b, q, k, fq, fk, Tn, t0, std::min(Tn, t0 + scratch.block_rows), 0);
+        const int t1 = std::min(Tn, t0 + scratch.block_rows);
+        block_numerator_backward(dq, dk, scratch, b, q, k, fq, fk, Tn, t0, t1, 0, t1);
+    }
+}
+
+// The tiled forward's tiles again, each recomputed (with the row's final max
+// for exp). The exp kernel's term of the row max (variants.cpp):
+// ds_t,argmax -= sum_j ds_tj, summed over the row's tiles, then applied to
+// dq_t and dk_argmax; a clamp passes it only when the max is below the clamp.
+// argmax: the first key whose score is the max (first_index_of_max), found in
+// the recomputed scores of the tile the forward found it in (the same
+// products, so the same bits).
+template <class T>
+void attention_layer<T>::numerator_backward_tiled(T* dq, T* dk, attention_scratch<T>& scratch, const T* row_max,
+                                                  int T_cap, const T* q, const T* k, const T* fq, const T* fk,
+                                                  int Tn) const {
+    const int C = NH_ * HS_, R = scratch.block_rows, KB = scratch.tile_keys;
+    T through_max[attention_scratch<T>::block_rows];
+    long argmax[attention_scratch<T>::block_rows];
+    for (int t0 = 0; t0 < Tn; t0 += R) {
+        const int t1 = std::min(Tn, t0 + R), rows = t1 - t0;
+        std::fill(through_max, through_max + rows, T(0));
+        std::fill(argmax, argmax + rows, -1L);
+        for (int k0 = 0; k0 < t1; k0 += KB) {
+            const int k1 = std::min(t1, k0 + KB), keys = k1 - k0;
+            block_numerator_backward(dq, dk, scratch, scratch_block(scratch), q, k, fq, fk, Tn, t0, t1, k0, k1,
+                                     row_max_ ? row_max + t0 : nullptr, row_max_ ? through_max : nullptr);
+            if (!max_grad_) continue;
+            for (int r = 0; r < rows; ++r) {  // the tile's scores are still in scratch.S
+                if (row_max[T_cap + t0 + r] != T(k0)) continue;
+                const T* s = scratch.S.data() + static_cast<long>(r) * keys;
+                for (int j = 0, n = keys_of_row(t0, r, k0, keys); j < n; ++j)
+                    if (s[j] == row_max[t0 + r]) {
+                        argmax[r] = k0 + j;
+                        break;
+                    }
+            }
+        }
+        if (!max_grad_) continue;
+        for (int r = 0; r < rows; ++r) {
+            const int t = t0 + r;
+            if (clamp_on_ && !(row_max[t] < clamp_)) continue;
+            const long a = argmax[r];
+            if (a < 0) continue;  // a NaN row: no max
+            const T c = scale_ * through_max[r];
+            T* dq_t = dq + static_cast<long>(t) * C;
+            T* dk_a = dk + a * C;
+            const T* q_t = q + static_cast<long>(t) * C;
+            const T* k_a = k + a * C;
+            for (int i = 0; i < HS_; ++i) {
+                dq_t[i] -= c * k_a[i];
+                dk_a[i] -= c * q_t[i];
+            }
+        }
     }
 }
 
@@ -391,6 +564,7 @@ void attention_layer<T>::backward_heads(const attention_grads<T>& grads, const T
         else if (chunked)
             Vg = V;
         if (chunked || !kept_w) keys_transposed(scratch, in.k + off, fk, Tn);  // kept weights need no K^T
+        const bool tiled = !chunked && !kept_w && quadratic_tiles();
         transpose_into(scratch.Vgt.data(), copy_vg ? Vg.data() : in.v + off, Tn, HS, copy_vg ? HS : C);  // (HS, T)
         dVg.setZero();
         if (features_) {
@@ -400,6 +574,9 @@ void attention_layer<T>::backward_heads(const attention_grads<T>& grads, const T
 
         if (chunked)
             numerator_backward_chunked(grads.dq + off, grads.dk + off, scratch, in.q + off, in.k + off, fq, fk, Tn);
+        else if (tiled)
+            numerator_backward_tiled(grads.dq + off, grads.dk + off, scratch, row_max_pair(cache, bh), cache.T_cap,
+                                     in.q + off, in.k + off, fq, fk, Tn);
         else
             numerator_backward_quadratic(grads.dq + off, grads.dk + off, scratch,
                                          kept_pair(cache.kept_scores, cache, bh), kept_w, in.q + off, in.k + off, fq,

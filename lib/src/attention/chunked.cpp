@@ -107,7 +107,7 @@ void attention_layer<T>::numerator_chunked(T* u, T* z, attention_scratch<T>& scr
     zs.setZero();
     for (int c0 = 0; c0 < Tn; c0 += Cn) {
         const int c1 = std::min(Tn, c0 + Cn), rows = c1 - c0;
-        block_numerator(u, z, scratch, scratch_block(scratch), q, fq, Tn, c0, c1, c0);
+        block_numerator(u, z, scratch, scratch_block(scratch), q, fq, Tn, c0, c1, c0, c1);
         if (c0 > 0) {                                      // the chunks before: through the state
             matrix_map<T> Pq(scratch.Pq.data(), rows, F);  // (rows, F)
             state_features(Pq.data(), q, fq, c0, c1, true);
@@ -161,7 +161,7 @@ void attention_layer<T>::numerator_backward_chunked(T* dq, T* dk, attention_scra
     dzs.setZero();
     for (int c0 = (Tn - 1) / Cn * Cn; c0 >= 0; c0 -= Cn) {
         const int c1 = std::min(Tn, c0 + Cn), rows = c1 - c0;
-        block_numerator_backward(dq, dk, scratch, scratch_block(scratch), q, k, fq, fk, Tn, c0, c1, c0);
+        block_numerator_backward(dq, dk, scratch, scratch_block(scratch), q, k, fq, fk, Tn, c0, c1, c0, c1);
         if (c1 < Tn) {
             matrix_map<T> Pk(scratch.Pk.data(), rows, F), dP(scratch.dP.data(), rows, F);  // (rows, F)
             state_features(Pk.data(), k, fk, c0, c1, false);

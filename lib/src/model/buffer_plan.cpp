@@ -106,6 +106,7 @@ buffer_entry plan_entry(model_buffer b, const dims& d) {
         case mb::cache_min_abs: return cache(d.cache.pairs, false);
         case mb::cache_weights: return cache(d.cache.weights, true);
         case mb::cache_scores: return cache(d.cache.scores, true);
+        case mb::cache_row_max: return cache(d.cache.row_max, true);
         // The backward scratch is allocated whatever the model (transformer::reserve).
         case mb::d_residual:
         case mb::d_norm:

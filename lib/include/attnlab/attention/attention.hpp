@@ -10,6 +10,15 @@
 // weights. Where they are small enough (keeps_weights), the quadratic form
 // keeps them in the cache instead, and the backward reads them back: one
 // product and one exp pass fewer, bit for bit the same numbers.
+// Otherwise the rows are tiled (quadratic_path::tiled): rows [t0, t1)
+// against keys [k0, k0 + tile_keys) at a time, so that a
+// tile's scores, weights and their gradient stay in L1/L2; u_t and z_t
+// accumulate tile by tile. exp with a scale-invariant denominator subtracts
+// an online row max (u_t and z_t rescaled by exp(m_old - m_new) when it
+// grows); the cache keeps each row's final max and the tile it lies in, from
+// which the backward recomputes each tile's weights and the argmax term of
+// the gradient (variants.cpp's exp_kernel). Signed kernels (polynomials) and
+// feature maps have no max to subtract: their tiles just add up.
 // A variant with a finite state can instead run in the chunked form
 // (chunked.hpp, chunked.cpp): the same u_t and z_t in time linear in T;
 // cfg.form picks the form, `auto` by a cost model for each sequence length.
@@ -57,16 +66,30 @@ struct attention_cache_size {
     std::size_t pairs = 0;     // nonpositive_wsum (longs) and min_abs_wsum: (B * NH) each
     std::size_t weights = 0;   // (B, NH, T_cap, T_cap) the forward's weights when keeps_weights, else 0
     std::size_t scores = 0;    // the same for the scores (score kernels' backward reads them)
+    std::size_t row_max = 0;   // (B, NH, 2, T_cap) the tiled path's row max and its index (exp, scale-invariant)
 };
 attention_cache_size attention_cache_size_of(const attention_config& cfg, int B, int T_cap, int NH, int HS);
 
 // Whether the cache keeps the forward's weights (and scores) for the
 // backward: in the quadratic form, when they take at most
-// kept_weights_limit elements per layer (16 MiB of floats: T 128 at batch
-// 32 with 2 heads, or T 512 at batch 8). Beyond that they would leave the
-// caches anyway, and recomputing costs less than the memory.
-constexpr std::size_t kept_weights_limit = std::size_t(1) << 22;
+// kept_weights_limit elements per layer (1 MiB of floats: T 64 at batch 32
+// with 2 heads, or T 128 at batch 8). Beyond that they leave the caches,
+// and the tiled path's recomputation costs less than the memory traffic
+// (measured: docs/attention.md, "Long rows").
+constexpr std::size_t kept_weights_limit = std::size_t(1) << 18;
 bool keeps_weights(const attention_config& cfg, int B, int T_cap, int NH, int HS);
+
+// How the quadratic form gets a row block's weights: kept by the forward in
+// the cache (keeps_weights), recomputed by the backward for rows against
+// every key at once (the path before tiling: only when forced), or tiled
+// over the keys (nothing of T x T anywhere; automatic, without kept weights).
+enum class quadratic_path { automatic, kept, rows, tiled };
+// For tests and benchmarks: every quadratic-form attention of this process
+// takes `path` (kept: whatever the cache's size; rows, tiled: keeps nothing),
+// automatic restores the rule above. Set it before init_cache. Returns the old one.
+quadratic_path force_quadratic_path(quadratic_path path);
+// Whether the quadratic form without kept weights tiles (unless rows is forced).
+bool quadratic_tiles();
 
 // What the backward pass needs, per (b, h): sized for at most (B, T_cap).
 template <class T>
@@ -80,6 +103,10 @@ struct attention_cache {
     // block [t0, t1) of the forward's weights W (and scores S) is stored
     // (t1 - t0, t1) row-major from element t0 * T of the pair's T_cap^2.
     std::vector<T> kept_weights, kept_scores;
+    // (B, NH, 2, T_cap) or empty: per (b, h), the tiled path's row max m_t of the
+    // (clamped) scores, then the first key of the first tile that holds it,
+    // where the backward finds its first index (exp with a scale-invariant denominator).
+    std::vector<T> row_max;
     // Of the divisor z_t (+ eps for elu1/relu) of the softmax denominator, last forward:
     std::vector<long> nonpositive_wsum;  // (B * NH) rows where it was <= 0
     std::vector<T> min_abs_wsum;         // (B * NH) its smallest magnitude (inf without softmax)
@@ -114,6 +141,7 @@ attention_scratch_size attention_scratch_size_of(const attention_config& cfg, in
 template <class T>
 struct attention_scratch {
     static constexpr int block_rows = 64;  // rows of a score block: (64, T) stays in L2
+    static constexpr int tile_keys = 128;  // keys of a tile of the tiled path: (64, 128) stays in L1/L2
     std::vector<T> S, W, dW;               // (block_rows, T_cap) scores, weights, their gradient
     std::vector<T> Vg, dU, dVg;            // (T_cap, HS) g_in * V, dL/du, dL/d(g_in V)
     std::vector<T> dFq, dFk;               // (T_cap, HS) feature gradients (feature maps)
@@ -172,20 +200,38 @@ private:
     // Keys [k0, t1) only (W is then (t1 - t0, t1 - k0)): the chunked form's diagonal blocks.
     // Every product of a block goes through small_gemm (no BLAS call, the
     // causal half skipped): for these sizes it beats OpenBLAS at every length.
+    // Keys [k0, k1) only: W is then (t1 - t0, k1 - k0) (the tiled path's tiles,
+    // k1 <= t1). shift: per row of the block, the max to subtract (exp with
+    // a scale-invariant denominator in the tiled path), or null: the kernel's own.
     void weight_block(block_weights b, const attention_scratch<T>& scratch, const T* q, const T* fq, int Tn, int t0,
-                      int t1, int k0) const;
+                      int t1, int k0, int k1, const T* shift = nullptr) const;
+    // S (t1 - t0, k1 - k0) <- the clamped scaled scores of rows [t0, t1) against keys [k0, k1).
+    void score_block(T* S, const attention_scratch<T>& scratch, const T* q, int Tn, int t0, int t1, int k0,
+                     int k1) const;
     // scratch.Kt (HS, T) <- K^T (score kernels, k with row stride C) or Phi(K)^T (feature maps).
     void keys_transposed(attention_scratch<T>& scratch, const T* k, const T* fk, int Tn) const;
     // Rows [t0, t1) of one head's u (T, HS) and z (T) from keys [k0, t1)
     // alone, and their backward (the terms of the pairs t, j in that block;
     // it reads scratch.Vgt, (g_in V)^T).
     // b: where the block's weights go (or, in the backward, are when b.kept).
+    // k1: the keys end there (the tiled path's tiles; t1 otherwise); add: U and
+    // z += the tile's terms instead of =. shift, through_max: the tiled
+    // path's row maxima (exp with a scale-invariant denominator) and the
+    // per-row sums of ds it adds to (the argmax's term, applied by the caller).
     void block_numerator(T* U, T* z, attention_scratch<T>& scratch, block_weights b, const T* q, const T* fq, int Tn,
-                         int t0, int t1, int k0) const;
+                         int t0, int t1, int k0, int k1, bool add = false) const;
     void block_numerator_backward(T* dq, T* dk, attention_scratch<T>& scratch, block_weights b, const T* q, const T* k,
-                                  const T* fq, const T* fk, int Tn, int t0, int t1, int k0) const;
+                                  const T* fq, const T* fk, int Tn, int t0, int t1, int k0, int k1,
+                                  const T* shift = nullptr, T* through_max = nullptr) const;
     // Score kernels: scratch.dW (rows, keys) <- ds from dW, S and W, row by row.
-    void score_rows_backward(attention_scratch<T>& scratch, block_weights b, int t0, int t1, int k0) const;
+    void score_rows_backward(attention_scratch<T>& scratch, block_weights b, int t0, int t1, int k0, int k1,
+                             T* through_max) const;
+    // The tiled path of numerator_quadratic and its backward (row_max: the
+    // pair's (2, T_cap) share of cache.row_max, or null).
+    void numerator_tiled(T* U, T* z, attention_scratch<T>& scratch, T* row_max, int T_cap, const T* q, const T* fq,
+                         int Tn) const;
+    void numerator_backward_tiled(T* dq, T* dk, attention_scratch<T>& scratch, const T* row_max, int T_cap, const T* q,
+                                  const T* k, const T* fq, const T* fk, int Tn) const;
     // One head's u (T, HS) and z (T) (z only when the denominator reads it)
     // from its q, k (row stride C), features Fq, Fk (feature maps) and
     // Vg = g_in V (T, HS): the quadratic and the chunked form. kept_s,
@@ -215,6 +261,8 @@ private:
     T clamp_;
     bool in_gate_, out_gate_;
     bool needs_weight_sum_;                    // the denominator divides by z_t (the table's uses_weight_sum)
+    bool row_max_;                             // exp with a scale-invariant denominator: w = exp(s - max_j s)
+    bool max_grad_;                            // ... and the gradient flows through the max (not detached)
     std::unique_ptr<score_kernel<T>> kernel_;  // exactly one of kernel_, features_
     std::unique_ptr<feature_map<T>> features_;
     std::unique_ptr<denominator<T>> denom_;

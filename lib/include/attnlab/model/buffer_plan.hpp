@@ -65,7 +65,8 @@ enum class model_buffer {
     cache_nonpositive,
     cache_min_abs,
     cache_weights,
-    cache_scores,  // (B, NH, T, T) the forward's weights and scores, when kept (attention::keeps_weights)
+    cache_scores,   // (B, NH, T, T) the forward's weights and scores, when kept (attention::keeps_weights)
+    cache_row_max,  // (B, NH, 2, T) the tiled path's row max and its tile (exp with a scale-invariant denominator)
     // backward scratch
     d_residual,
     d_norm,
