@@ -44,6 +44,37 @@ void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
 template <class T>
 void linear_forward_add(T* out, const T* inp, const T* weight, int N, int C, int OC, const T* weight_t = nullptr);
 
+// The same products with their operands named: a linear layer y (N, out) =
+// x (N, in) W^T + bias, W (out, in) and, when the caller keeps one, its
+// transposed copy wt (in, out); bias may be null.
+template <class T>
+struct linear_weights {
+    const T* w = nullptr;
+    const T* wt = nullptr;
+    const T* bias = nullptr;
+    int in = 0, out = 0;
+};
+// Where a linear layer's backward adds: dx (N, in), dw (out, in), dbias (out); null: not wanted (dw never).
+template <class T>
+struct linear_grads {
+    T* dx = nullptr;
+    T* dw = nullptr;
+    T* dbias = nullptr;
+};
+template <class T>
+void linear_forward(T* y, const T* x, const linear_weights<T>& l, int N) {
+    linear_forward(y, x, l.w, l.bias, N, l.in, l.out, l.wt);
+}
+// y += x W^T (a layer without bias).
+template <class T>
+void linear_forward_add(T* y, const T* x, const linear_weights<T>& l, int N) {
+    linear_forward_add(y, x, l.w, N, l.in, l.out, l.wt);
+}
+template <class T>
+void linear_backward(const linear_grads<T>& g, const T* dy, const T* x, const linear_weights<T>& l, int N) {
+    linear_backward(g.dx, g.dw, g.dbias, dy, x, l.w, N, l.in, l.out);
+}
+
 // Rotary position embedding, rotate-half convention, base 10000, positions
 // 0..T-1 within each sequence. Tables are (T, HS/2) cos and sin.
 template <class T>
