@@ -46,6 +46,19 @@ private:
     int B_, T_, C_, K_;
 };
 
+// The buffer plan of model m with attention a for B sequences of T tokens.
+buffer_plan block_test_plan(const model_config& m, const attention_config& a, int B, int T, std::size_t float_bytes) {
+    buffer_plan_input in;
+    in.model = m;
+    in.attention = a;
+    in.vocab = 7;
+    in.max_T = T;
+    in.B = B;
+    in.T = T;
+    in.float_bytes = float_bytes;
+    return plan_model_buffers(in);
+}
+
 // One block of model m (its layer 0) with attention a over B sequences of T,
 // its parameters and input drawn at random, and the loss sum(out * R).
 struct one_block {
@@ -67,15 +80,7 @@ struct one_block {
         params.assign(build_param_layout(m, a, 7, T, off).total(), 0.0);
         grads.assign(params.size(), 0.0);
         shape = block_shape_of(m, a, m.position == position_kind::rope ? &rope : nullptr);
-        buffer_plan_input in;
-        in.model = m;
-        in.attention = a;
-        in.vocab = 7;
-        in.max_T = T;
-        in.B = B;
-        in.T = T;
-        in.float_bytes = sizeof(double);
-        plan = plan_model_buffers(in);
+        plan = block_test_plan(m, a, B, T, sizeof(double));
         arena.assign(plan.arena_elements, 0.0);
         attn.init_cache(cache, B, T);
         rng r(17);
@@ -89,29 +94,29 @@ struct one_block {
         return p;
     }
     sequences_mixer mixer() { return sequences_mixer(attn, cache, B, T, m.d_model, m.short_conv); }
-    block_acts<double> acts() { return block_acts_at(arena.data(), plan, 0, 0, shape); }
+    // The views of the arena, with the block's input and output pointed at x and out.
+    block_acts<double> acts(std::vector<double>& out) {
+        block_acts<double> v = block_acts_at(arena.data(), plan, 0, 0, shape);
+        v.x = x.data();
+        v.out = out.data();
+        return v;
+    }
     double loss() {
         std::vector<double> out(x.size());
         sequences_mixer mix = mixer();
-        block_forward(out.data(), x.data(), weights(), acts(), shape, block_rows{B, T, 0}, mix);
+        block_forward(weights(), acts(out), shape, block_rows{B, T, 0}, mix);
         return dot(out, R);
     }
     // dx (R in, dL/dx out) and grads += after a forward.
     void backward(std::vector<double>& dx) {
         sequences_mixer mix = mixer();
-        block_backward(dx.data(), block_tensors_at(grads.data(), off.blocks[0], m.mlp), x.data(), weights(), acts(),
-                       block_scratch_at(arena.data(), plan, 0, shape), shape, block_rows{B, T, 0}, mix);
+        std::vector<double> out(x.size());  // not read
+        block_scratch<double> d = block_scratch_at(arena.data(), plan, 0, shape);
+        d.dres = dx.data();
+        block_backward(block_tensors_at(grads.data(), off.blocks[0], m.mlp), weights(), acts(out), d, shape,
+                       block_rows{B, T, 0}, mix);
     }
 };
-
-attention_config gated_taylor2_rmsnorm() {
-    attention_config a;
-    a.numerator = numerator_kind::taylor;
-    a.order = 2;
-    a.denominator = denominator_kind::rmsnorm;
-    a.in_gate = a.out_gate = true;
-    return a;
-}
 
 }  // namespace
 
@@ -124,7 +129,7 @@ TEST_CASE("block: backward = central differences of the forward in double, param
         case 1:
             m.mlp = mlp_kind::gelu;
             m.position = position_kind::none;
-            a = gated_taylor2_rmsnorm();
+            a = gated_taylor_rmsnorm();
             break;
         case 2:
             m.mlp = mlp_kind::none;
@@ -132,7 +137,7 @@ TEST_CASE("block: backward = central differences of the forward in double, param
             break;
         case 3:
             m.short_conv = 2;
-            a = gated_taylor2_rmsnorm();
+            a = gated_taylor_rmsnorm();
             break;
     }
     INFO("variant " << variant);
@@ -169,7 +174,7 @@ TEST_CASE("block: generation through the shared block = the training forward, ro
     if (variant == 1) {
         m.mlp = mlp_kind::gelu;
         m.short_conv = 3;
-        a = gated_taylor2_rmsnorm();
+        a = gated_taylor_rmsnorm();
     }
     INFO("variant " << variant);
     transformer<double> model(m, a, V, T);
@@ -187,15 +192,9 @@ TEST_CASE("block: generation through the shared block = the training forward, ro
 }
 
 TEST_CASE("block: the buffer plan carves every arena buffer apart, 64-byte aligned", "[block]") {
-    buffer_plan_input in;
-    in.model = micro_model();
-    in.model.short_conv = 3;
-    in.attention = gated_taylor2_rmsnorm();
-    in.vocab = 7;
-    in.max_T = 5;
-    in.B = 3;
-    in.T = 5;
-    const buffer_plan plan = plan_model_buffers(in);
+    model_config m = micro_model();
+    m.short_conv = 3;
+    const buffer_plan plan = block_test_plan(m, gated_taylor_rmsnorm(), 3, 5, sizeof(float));
     struct span {
         std::size_t begin, end;
     };

@@ -80,21 +80,22 @@ const std::vector<T>& generator<T>::step(std::int32_t token) {
     const T* params = model_.params.data();
     const int C = shape_.C, V = model_.vocab();
     T* arena = arena_.data();
-    T* x = plan_.carve(arena, mb::residual, 0);  // (C) the residual stream, block by block in place
+    const int L = static_cast<int>(off.blocks.size());
 
-    embedding_forward(x, &token, params + off.embed,
+    embedding_forward(plan_.carve(arena, mb::residual, 0), &token, params + off.embed,
                       off.pos == block_offsets::npos ? nullptr : params + off.pos + static_cast<long>(pos_) * C, 1, 1,
                       C);
     const block_rows row{1, 1, pos_};
-    for (int l = 0; l < static_cast<int>(off.blocks.size()); ++l) {
+    for (int l = 0; l < L; ++l) {  // residual stream l + 1 (C) = block l of stream l
         step_mixer mix(*attn_[l], conv_hist_[l], shape_);
         block_params<T> bp;  // the products read W (no transposed copies)
         bp.w = block_tensors_at(params, off.blocks[l], shape_.mlp);
-        block_forward(x, x, bp, block_acts_at(arena, plan_, l, 0, shape_), shape_, row, mix);
+        block_forward(bp, block_acts_at(arena, plan_, l, 0, shape_), shape_, row, mix);
     }
     T* ln = plan_.carve(arena, mb::final_norm, 0);  // (C)
-    rmsnorm_forward(ln, plan_.carve(arena, mb::final_rstd, 0), x, params + off.norm, 1, C, shape_.eps);
-    linear_forward(logits_.data(), ln, params + off.head, static_cast<const T*>(nullptr), 1, C, V);
+    rmsnorm_forward(ln, plan_.carve(arena, mb::final_rstd, 0), plan_.carve(arena, mb::residual, L), params + off.norm,
+                    1, C, shape_.eps);
+    linear_forward(logits_.data(), ln, linear_weights<T>{params + off.head, nullptr, nullptr, C, V}, 1);
     ++pos_;
     return logits_;
 }

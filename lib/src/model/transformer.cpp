@@ -181,10 +181,9 @@ void transformer<T>::forward_shard(const shard& sh, attention_scratch<T>& scratc
                       off_.pos == block_offsets::npos ? nullptr : p(off_.pos), Bs, Tn, C);
     lap(op_embed);
     const block_rows rows{Bs, Tn, 0};
-    for (int l = 0; l < L; ++l) {  // x_{l+1} (N, C) = block l of x_l, each stream kept for the backward
+    for (int l = 0; l < L; ++l) {  // stream l + 1 (N, C) = block l of stream l, each kept for the backward
         shard_mixer mix(*this, sh, l, scratch, lap);
-        block_forward(buf(mb::residual, l + 1, rc), buf(mb::residual, l, rc), block_params_of(l),
-                      block_acts_at(arena_.data(), plan_, l, n0, shape_), shape_, rows, mix);
+        block_forward(block_params_of(l), block_acts_at(arena_.data(), plan_, l, n0, shape_), shape_, rows, mix);
     }
     rmsnorm_forward(buf(mb::final_norm, 0, rc), buf(mb::final_rstd, 0, n0), buf(mb::residual, L, rc), p(off_.norm), N,
                     C, shape_.eps);
@@ -194,7 +193,8 @@ void transformer<T>::forward_shard(const shard& sh, attention_scratch<T>& scratc
     const int As = sh.a1 - sh.a0;
     const T* lnf_ans = answer_norm_rows(sh);  // (As, C)
     T* logits = logits_.data() + static_cast<long>(sh.a0) * V_;
-    linear_forward(logits, lnf_ans, p(off_.head), (const T*)nullptr, As, C, V_, pt(off_.head));
+    const linear_weights<T> head{p(off_.head), pt(off_.head), nullptr, C, V_};
+    linear_forward(logits, lnf_ans, head, As);  // (As, V)
     cross_entropy_forward(buf(mb::probs, 0, static_cast<long>(sh.a0) * V_), losses_.data() + sh.a0, logits,
                           ans_tgt_.data() + sh.a0, As, V_);
     for (int a = 0; a < As; ++a) {
@@ -231,8 +231,10 @@ void transformer<T>::backward_shard(const shard& sh, T* grad, attention_scratch<
     const long rc = n0 * C, NC = static_cast<long>(N) * C;
     const int A = static_cast<int>(ans_rows_.size()), As = sh.a1 - sh.a0;
     lap_timer lap(timed, times_.backward_s);
-    T* dres = buf(mb::d_residual, 0, rc);  // (N, C) dL/dx of the stream, from the top down
-    T* dln = buf(mb::d_norm, 0, rc);       // (N, C) dL/d(final norm)
+    const block_scratch<T> d = block_scratch_at(arena_.data(), plan_, n0, shape_);
+    T* dres = d.dres;  // (N, C) dL/dx of the stream, from the top down
+    T* dln = d.dln;    // (N, C) dL/d(final norm)
+    const linear_weights<T> head{p(off_.head), pt(off_.head), nullptr, C, V_};
 
     // head and final norm: the loss is the mean over all A answer rows
     T* dlogits = buf(mb::d_logits, 0, static_cast<long>(sh.a0) * V_);  // (As, V)
@@ -242,13 +244,12 @@ void transformer<T>::backward_shard(const shard& sh, T* grad, attention_scratch<
                                T(1) / A, As, V_);
     zero(dln, NC);
     if (every_row_answers()) {  // answer a is row a: dln directly, and the final norm the forward read
-        linear_backward(dln, grad + off_.head, (T*)nullptr, dlogits, buf(mb::final_norm, 0, rc), p(off_.head), As, C,
-                        V_);
+        linear_backward({dln, grad + off_.head}, dlogits, buf(mb::final_norm, 0, rc), head, As);
     } else {
         T* dlnf_ans = buf(mb::d_answer_norm, 0, static_cast<long>(sh.a0) * C);  // (As, C)
         zero(dlnf_ans, static_cast<std::size_t>(As) * C);
-        linear_backward(dlnf_ans, grad + off_.head, (T*)nullptr, dlogits,
-                        buf(mb::answer_norm, 0, static_cast<long>(sh.a0) * C), p(off_.head), As, C, V_);
+        linear_backward({dlnf_ans, grad + off_.head}, dlogits, buf(mb::answer_norm, 0, static_cast<long>(sh.a0) * C),
+                        head, As);
         for (int a = 0; a < As; ++a)
             std::copy_n(dlnf_ans + static_cast<long>(a) * C, C,
                         buf(mb::d_norm, 0, static_cast<long>(ans_rows_[sh.a0 + a]) * C));
@@ -260,11 +261,10 @@ void transformer<T>::backward_shard(const shard& sh, T* grad, attention_scratch<
     lap(op_norm);
 
     const block_rows rows{Bs, Tn, 0};
-    const block_scratch<T> d = block_scratch_at(arena_.data(), plan_, n0, shape_);
-    for (int l = L - 1; l >= 0; --l) {  // dres: dL/dx_{l+1} in, dL/dx_l out
+    for (int l = L - 1; l >= 0; --l) {  // dres: dL/d(stream l + 1) in, dL/d(stream l) out
         shard_mixer mix(*this, sh, l, scratch, lap);
-        block_backward(dres, block_tensors_at(grad, off_.blocks[l], m_.mlp), buf(mb::residual, l, rc),
-                       block_params_of(l), block_acts_at(arena_.data(), plan_, l, n0, shape_), d, shape_, rows, mix);
+        block_backward(block_tensors_at(grad, off_.blocks[l], m_.mlp), block_params_of(l),
+                       block_acts_at(arena_.data(), plan_, l, n0, shape_), d, shape_, rows, mix);
     }
     embedding_backward(grad + off_.embed, off_.pos == block_offsets::npos ? nullptr : grad + off_.pos, dres,
                        tokens_ + n0, Bs, Tn, C);

@@ -76,10 +76,12 @@ struct block_rows {
     int position(int n) const { return pos0 + n % T; }
 };
 
-// One layer's activations over the call's rows (a view, rows from 0): what
-// the forward writes and the backward reads.
+// One layer's activations over the call's rows (a view, rows from 0): its
+// input and output, and what the forward writes for the backward.
 template <class T>
 struct block_acts {
+    const T* x = nullptr;  // (N, C) the block's input, residual stream l
+    T* out = nullptr;      // (N, C) its output, stream l + 1 (may be x)
     T* ln1 = nullptr;      // (N, C)
     T* rstd1 = nullptr;    // (N)
     T* qkv = nullptr;      // (N, 3C) the q, k, v product (after the short convolution): forward scratch
@@ -99,9 +101,10 @@ struct block_acts {
 };
 
 // The backward's scratch over the call's rows, shared by the layers (a view):
-// the block zeroes what it accumulates into.
+// the block zeroes what it accumulates into, but dres.
 template <class T>
 struct block_scratch {
+    T* dres = nullptr;                              // (N, C) the residual stream's gradient: dL/d(out) in, dL/dx out
     T* dln = nullptr;                               // (N, C) of either norm's output
     T* datt = nullptr;                              // (N, C)
     T *dq = nullptr, *dk = nullptr, *dv = nullptr;  // (N, C)
@@ -113,8 +116,9 @@ struct block_scratch {
     T* dgate_pre = nullptr;                         // (N, NH) a gate's gradient before its sigmoid
 };
 
-// Views of layer `layer`'s activations and of the backward scratch for rows
-// [row0, row0 + N) of the buffer plan's arena (buffer_plan::arena_elements).
+// Views of layer `layer`'s activations (x: residual stream layer, out: the
+// next) and of the backward scratch for rows [row0, row0 + N) of the buffer
+// plan's arena (buffer_plan::arena_elements).
 template <class T>
 block_acts<T> block_acts_at(T* arena, const buffer_plan& plan, int layer, long row0, const block_shape<T>& s);
 template <class T>
@@ -143,16 +147,16 @@ public:
     virtual void done(block_op) {}
 };
 
-// x_out (N, C) <- the block of x (N, C) (x_out may be x); writes a's views.
+// a.out (N, C) <- the block of a.x (N, C); writes a's other views.
 template <class T>
-void block_forward(T* x_out, const T* x, const block_params<T>& p, const block_acts<T>& a, const block_shape<T>& s,
-                   const block_rows& r, position_mixer<T>& mix);
+void block_forward(const block_params<T>& p, const block_acts<T>& a, const block_shape<T>& s, const block_rows& r,
+                   position_mixer<T>& mix);
 
-// Given dx (N, C) = dL/d(x_out) of the last block_forward of x over the same
-// views: dx += the path through the block (dx becomes dL/dx), grads += the
-// parameters' gradients.
+// Given d.dres = dL/d(a.out) after the last block_forward over the same
+// views: d.dres += the path through the block (it becomes dL/d(a.x)), grads
+// += the parameters' gradients.
 template <class T>
-void block_backward(T* dx, const block_tensors<T*>& grads, const T* x, const block_params<T>& p, const block_acts<T>& a,
+void block_backward(const block_tensors<T*>& grads, const block_params<T>& p, const block_acts<T>& a,
                     const block_scratch<T>& d, const block_shape<T>& s, const block_rows& r, position_mixer<T>& mix);
 
 }  // namespace attnlab

@@ -36,7 +36,7 @@ private:
     std::unique_ptr<rope_tables<T>> rope_;
     block_shape<T> shape_;
     buffer_plan plan_;      // of one row (B 1, T 1)
-    std::vector<T> arena_;  // its float buffers: the residual stream x and every block's views
+    std::vector<T> arena_;  // its float buffers: the residual streams and every block's views
     std::vector<std::unique_ptr<recurrent_attention<T>>> attn_;  // one per layer
     // per layer with model.short_conv K: (K, 3C), row i the product of i tokens ago (0 before the start)
     std::vector<std::vector<T>> conv_hist_;
