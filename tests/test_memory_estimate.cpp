@@ -70,16 +70,17 @@ TEST_CASE("memory estimate: every term equals a hand count for a small config", 
     const std::size_t P = 256 + 16 + 4 * 256 + 16 + 3 * 768 + 16 + 256;
     CHECK(P == 3888);
     CHECK(e.params == P * 4);
-    // x_ 2 x 512; layer: ln1 512 + rstd1 32, q k v 1536, att mid 1024,
-    // ln2 512 + rstd2 32, fc_gate_up (gate and up side by side) 3072, act 1536; lnf 512 + 32; lnf_ans 512;
-    // logits probs 2 x 32x16; losses 32 (floats) + ans_rows, ans_tgt, ans_pred 3 x 32 (int32)
+    // residual streams 2 x 512; layer: ln1 512 + rstd1 32, q k v 1536, att mid 1024,
+    // ln2 512 + rstd2 32, gate_up (gate and up side by side) 3072, act 1536; the q, k, v product 1536 (one
+    // copy, the forward's scratch); final norm 512 + 32; its answer rows 512;
+    // logits probs 2 x 32x16; losses 32 (floats) + answer rows, targets, predictions 3 x 32 (int32)
     const std::size_t layer = 544 + 1536 + 1024 + 544 + 3072 + 1536;
-    CHECK(e.activations == (1024 + layer + 544 + 512 + 1024 + 32) * 4 + 3 * 32 * 4);
+    CHECK(e.activations == (1024 + layer + 1536 + 544 + 512 + 1024 + 32) * 4 + 3 * 32 * 4);
     // 8 (b, h) pairs: wsum 8x8, numer 8x8x8, min_abs 8 floats, the forward's weights and scores
     // (kept at this size) 2 x 8x8x8; nonpositive 8 longs
     CHECK(e.attention == (64 + 512 + 8 + 2 * 512) * 4 + 8 * sizeof(long));
-    // dres dln dq dk dv datt 6 x 512, dqkv 3 x 512, dfc_gate_up 2 x 1536 and dact 1536, dg_* 3 x 64,
-    // dlnf_ans 512, dlogits 512, rope cos/sin 2 x 8x4 (floats); test set 16x8, validation set 16x8
+    // dres dln dq dk dv datt 6 x 512, dqkv 3 x 512, dgate_up 2 x 1536 and dact 1536, dg_* 3 x 64,
+    // the answer rows' dlnf 512, dlogits 512, rope cos/sin 2 x 8x4 (floats); test set 16x8, validation set 16x8
     // (val_examples defaults to test_examples), batch 4x8 (tokens and targets, int32); the gradient
     // norm's one chunk sum (a double); the transposed copies of the forward product weights, all read
     // transposed at these sizes: qkv 48x16, o 16x16, gate_up 96x16, down 16x48, head 16x16 (floats)

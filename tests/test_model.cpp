@@ -71,17 +71,6 @@ TEST_CASE("the model is causal: later tokens do not change earlier predictions",
 }
 
 namespace {
-// Taylor 2 with the rmsnorm denominator and both gates: parameters whose
-// gradients sum over heads, shards and micro-batches.
-attention_config gated_taylor_rmsnorm() {
-    attention_config a;
-    a.numerator = numerator_kind::taylor;
-    a.order = 2;
-    a.denominator = denominator_kind::rmsnorm;
-    a.in_gate = a.out_gate = true;
-    return a;
-}
-
 // Random tokens of a vocabulary of V, (B, T); targets at rows n % every == 1 and the first 3.
 void random_batch(std::vector<std::int32_t>& tokens, std::vector<std::int32_t>& targets, int V, int B, int T,
                   std::uint64_t seed, int every) {

@@ -117,4 +117,15 @@ inline std::string describe(const attention_config& a) {
     return s.str();
 }
 
+// Taylor 2 with the rmsnorm denominator and both gates: parameters whose
+// gradients sum over heads, shards and micro-batches.
+inline attention_config gated_taylor_rmsnorm() {
+    attention_config a;
+    a.numerator = numerator_kind::taylor;
+    a.order = 2;
+    a.denominator = denominator_kind::rmsnorm;
+    a.in_gate = a.out_gate = true;
+    return a;
+}
+
 }  // namespace attnlab::test

@@ -78,6 +78,7 @@ buffer_entry plan_entry(model_buffer b, const dims& d) {
         case mb::q:
         case mb::k:
         case mb::v: return act(NC, L, true);
+        case mb::qkv: return act(mul_saturating(NC, 3), 1, false);
         case mb::qkv_in: return act(d.short_conv ? mul_saturating(NC, 3) : 0, L, true);  // the convolution's input
         case mb::in_gate: return act(d.in_gate ? NG : 0, L, true);
         case mb::out_gate: return act(d.out_gate ? NG : 0, L, true);
@@ -107,7 +108,7 @@ buffer_entry plan_entry(model_buffer b, const dims& d) {
         case mb::cache_weights: return cache(d.cache.weights, true);
         case mb::cache_scores: return cache(d.cache.scores, true);
         case mb::cache_row_max: return cache(d.cache.row_max, true);
-        // The backward scratch is allocated whatever the model (transformer::reserve).
+        // The backward scratch is allocated whatever the model.
         case mb::d_residual:
         case mb::d_norm:
         case mb::d_q:
@@ -151,6 +152,21 @@ buffer_entry plan_entry(model_buffer b, const dims& d) {
     return {};
 }
 
+// Entries carved from the arena: the float activations and backward scratch
+// but those the model hands out as vectors (logits, losses) and the integers.
+bool in_arena(model_buffer b, const buffer_entry& e) {
+    using mb = model_buffer;
+    if (e.group != buffer_group::activations && e.group != buffer_group::backward) return false;
+    switch (b) {
+        case mb::logits:
+        case mb::answer_losses:
+        case mb::answer_rows:
+        case mb::answer_targets:
+        case mb::answer_predictions: return false;
+        default: return true;
+    }
+}
+
 }  // namespace
 
 std::size_t buffer_plan::bytes(buffer_group g) const {
@@ -186,7 +202,19 @@ buffer_plan plan_model_buffers(const buffer_plan_input& in) {
     dims d = dims_of(in, plan.param_count);
     d.transposed = transposed_weight_elements(in.model, off, in.vocab);
     plan.shards = static_cast<int>(d.shards);
-    for (std::size_t i = 0; i < plan.entries.size(); ++i) plan.entries[i] = plan_entry(static_cast<model_buffer>(i), d);
+    // Each copy starts on a 64-byte boundary of the (aligned) arena: no op's
+    // vectors straddle two buffers, and where a buffer sits does not depend on its neighbours' sizes.
+    const std::size_t align = std::max<std::size_t>(1, 64 / std::max<std::size_t>(1, d.f));
+    auto round_up = [&](std::size_t n) { return add_saturating(n, align - 1) / align * align; };
+    for (std::size_t i = 0; i < plan.entries.size(); ++i) {
+        buffer_entry& e = plan.entries[i];
+        e = plan_entry(static_cast<model_buffer>(i), d);
+        if (!in_arena(static_cast<model_buffer>(i), e)) continue;
+        e.offset = plan.arena_elements;
+        e.stride = round_up(e.elements);
+        plan.arena_elements = add_saturating(plan.arena_elements, mul_saturating(e.stride, e.copies));
+    }
+    plan.arena_elements = add_saturating(plan.arena_elements, align);  // slack for carve's aligned start
     return plan;
 }
 

@@ -99,51 +99,14 @@ void transformer<T>::reserve(int B, int T_len) {
     plan_ = plan_model_buffers(in);
     using mb = model_buffer;
     auto n = [&](mb b) { return plan_.elements(b); };
-    auto alloc = [&](std::vector<T>& v, mb b) { v.assign(n(b), T(0)); };
-    x_.assign(plan_[mb::residual].copies, std::vector<T>(n(mb::residual)));
-    acts_.resize(m_.layers);
-    for (auto& a : acts_) {
-        alloc(a.ln1, mb::attn_norm);
-        alloc(a.rstd1, mb::attn_rstd);
-        alloc(a.q, mb::q);
-        alloc(a.k, mb::k);
-        alloc(a.v, mb::v);
-        alloc(a.qkv_in, mb::qkv_in);
-        attn_.init_cache(a.att_cache, cap_B_, cap_T_);  // the plan's cache_* entries
-        alloc(a.g_in, mb::in_gate);
-        alloc(a.g_out, mb::out_gate);
-        alloc(a.att, mb::heads_out);
-        alloc(a.mid, mb::mid);
-        alloc(a.ln2, mb::mlp_norm);
-        alloc(a.rstd2, mb::mlp_rstd);
-        alloc(a.fc_gate_up, mb::mlp_gate);
-        alloc(a.fc_up, mb::mlp_up);
-        alloc(a.act, mb::mlp_act);
-    }
-    alloc(lnf_, mb::final_norm);
-    alloc(rstdf_, mb::final_rstd);
-    alloc(lnf_ans_, mb::answer_norm);
-    alloc(logits_, mb::logits);
-    alloc(probs_, mb::probs);
+    arena_.assign(plan_.arena_elements, T(0));  // every float buffer, carved by plan_
+    caches_.resize(m_.layers);
+    for (auto& c : caches_) attn_.init_cache(c, cap_B_, cap_T_);  // the plan's cache_* entries
+    logits_.assign(n(mb::logits), T(0));
     losses_.reserve(n(mb::answer_losses));
     ans_rows_.reserve(n(mb::answer_rows));
     ans_tgt_.reserve(n(mb::answer_targets));
     ans_pred_.reserve(n(mb::answer_predictions));
-    alloc(dres_, mb::d_residual);
-    alloc(dln_, mb::d_norm);
-    alloc(dq_, mb::d_q);
-    alloc(dk_, mb::d_k);
-    alloc(dv_, mb::d_v);
-    alloc(datt_, mb::d_heads_out);
-    alloc(dqkv_, mb::d_qkv);
-    alloc(dfc_gate_up_, mb::d_mlp_gate);
-    alloc(dfc_up_, mb::d_mlp_up);
-    alloc(dact_, mb::d_mlp_act);
-    alloc(dg_in_, mb::d_in_gate);
-    alloc(dg_out_, mb::d_out_gate);
-    alloc(dgate_pre_, mb::d_gate_pre);
-    alloc(dlnf_ans_, mb::d_answer_norm);
-    alloc(dlogits_, mb::d_logits);
 }
 
 template <class T>
@@ -151,7 +114,7 @@ void transformer<T>::plan_shards(int B) {
     // The recurrent form (evaluation only) keeps one state per (b, h) and
     // parallelises over them itself: one shard.
     // Below min_shard_work per thread the threads cost more than they save.
-    const int by_work = static_cast<int>(static_cast<long>(B) * T_ * C_ / min_shard_work);
+    const int by_work = static_cast<int>(static_cast<long>(B) * T_ * shape_.C / min_shard_work);
     const int P = recurrent_ ? 1 : std::max(1, std::min({omp_get_max_threads(), B, by_work}));
     shards_.assign(P, shard{});
     // Per-thread buffers of the plan: attention scratch (sized by the

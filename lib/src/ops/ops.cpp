@@ -194,10 +194,10 @@ void linear_forward_add(T* out, const T* inp, const T* weight, int N, int C, int
 
 // dx = dy W; dW = dy^T x; db = sum_n dy.
 template <class T>
-void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int N, int C, int OC,
-                     grad_write dinp_write) {
-    if (dinp) gemm(false, false, N, C, OC, dout, weight, dinp_write == grad_write::add, dinp);  // (N, OC) (OC, C)
-    gemm(true, false, OC, C, N, dout, inp, true, dweight);                                      // (OC, N) (N, C)
+void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int N, int C,
+                     int OC) {
+    if (dinp) gemm(false, false, N, C, OC, dout, weight, true, dinp);  // (N, OC) (OC, C)
+    gemm(true, false, OC, C, N, dout, inp, true, dweight);             // (OC, N) (N, C)
     if (dbias) Eigen::Map<row_vector<T>>(dbias, OC) += const_matrix_map<T>(dout, N, OC).colwise().sum();
 }
 
@@ -325,13 +325,12 @@ void swiglu_fused_forward(T* out, const T* gate_up, int N, int F) {
 }
 
 template <class T>
-void swiglu_fused_backward(T* dgate_up, const T* dout, const T* gate_up, int N, int F, grad_write write) {
-    const bool overwrite = write == grad_write::overwrite;
+void swiglu_fused_backward(T* dgate_up, const T* dout, const T* gate_up, int N, int F) {
 #pragma omp parallel for if (static_cast <long>(N) * F > parallel_threshold)
     for (int n = 0; n < N; ++n) {
         const T* gu = gate_up + 2L * n * F;
         T* dgu = dgate_up + 2L * n * F;
-        swiglu_rows_backward(dgu, dgu + F, dout + static_cast<long>(n) * F, gu, gu + F, F, overwrite);
+        swiglu_rows_backward(dgu, dgu + F, dout + static_cast<long>(n) * F, gu, gu + F, F);
     }
 }
 
@@ -386,47 +385,43 @@ T cross_entropy_forward(T* probs, T* losses, const T* logits, const std::int32_t
 }
 
 template <class T>
-void cross_entropy_backward(T* dlogits, const T* probs, const std::int32_t* targets, T scale, int A, int V,
-                            grad_write write) {
+void cross_entropy_backward(T* dlogits, const T* probs, const std::int32_t* targets, T scale, int A, int V) {
 #pragma omp parallel for if (static_cast <long>(A) * V > parallel_threshold)
     for (int a = 0; a < A; ++a) {
         const T* p = probs + static_cast<long>(a) * V;
         T* d = dlogits + static_cast<long>(a) * V;
-        if (write == grad_write::overwrite)  // never reads what the buffer held
-            for (int v = 0; v < V; ++v) d[v] = scale * p[v];
-        else
-            for (int v = 0; v < V; ++v) d[v] += scale * p[v];
+        for (int v = 0; v < V; ++v) d[v] += scale * p[v];
         d[targets[a]] -= scale;
     }
 }
 
-#define ATTNLAB_INSTANTIATE_OPS(T)                                                                         \
-    template void embedding_forward<T>(T*, const std::int32_t*, const T*, const T*, int, int, int);        \
-    template void embedding_backward<T>(T*, T*, const T*, const std::int32_t*, int, int, int);             \
-    template void rmsnorm_forward<T>(T*, T*, const T*, const T*, int, int, T);                             \
-    template void rmsnorm_backward<T>(T*, T*, const T*, const T*, const T*, const T*, int, int);           \
-    template void linear_forward<T>(T*, const T*, const T*, const T*, int, int, int, const T*);            \
-    template void linear_backward<T>(T*, T*, T*, const T*, const T*, const T*, int, int, int, grad_write); \
-    template void linear_forward_add<T>(T*, const T*, const T*, int, int, int, const T*);                  \
-    template struct rope_tables<T>;                                                                        \
-    template void rope_forward<T>(T*, const T*, const rope_tables<T>&, int, int, int, int);                \
-    template void rope_backward<T>(T*, const T*, const rope_tables<T>&, int, int, int, int);               \
-    template void rope_backward_at<T>(T*, const T*, const rope_tables<T>&, int, int, int);                 \
-    template void rope_forward_at<T>(T*, const T*, const rope_tables<T>&, int, int, int);                  \
-    template void short_conv_forward<T>(T*, const T*, const T*, int, int, int, int);                       \
-    template void short_conv_backward<T>(T*, T*, const T*, const T*, int, int, int, int);                  \
-    template void short_conv_step<T>(T*, const T*, const T*, int, int);                                    \
-    template void swiglu_forward<T>(T*, const T*, const T*, int, int);                                     \
-    template void swiglu_backward<T>(T*, T*, const T*, const T*, const T*, int, int);                      \
-    template void swiglu_fused_forward<T>(T*, const T*, int, int);                                         \
-    template void swiglu_fused_backward<T>(T*, const T*, const T*, int, int, grad_write);                  \
-    template void gelu_forward<T>(T*, const T*, long);                                                     \
-    template void gelu_backward<T>(T*, const T*, const T*, long);                                          \
-    template void sigmoid_forward<T>(T*, const T*, long);                                                  \
-    template void sigmoid_backward<T>(T*, const T*, const T*, long);                                       \
-    template void add_inplace<T>(T*, const T*, long);                                                      \
-    template T cross_entropy_forward<T>(T*, T*, const T*, const std::int32_t*, int, int);                  \
-    template void cross_entropy_backward<T>(T*, const T*, const std::int32_t*, T, int, int, grad_write);
+#define ATTNLAB_INSTANTIATE_OPS(T)                                                                  \
+    template void embedding_forward<T>(T*, const std::int32_t*, const T*, const T*, int, int, int); \
+    template void embedding_backward<T>(T*, T*, const T*, const std::int32_t*, int, int, int);      \
+    template void rmsnorm_forward<T>(T*, T*, const T*, const T*, int, int, T);                      \
+    template void rmsnorm_backward<T>(T*, T*, const T*, const T*, const T*, const T*, int, int);    \
+    template void linear_forward<T>(T*, const T*, const T*, const T*, int, int, int, const T*);     \
+    template void linear_backward<T>(T*, T*, T*, const T*, const T*, const T*, int, int, int);      \
+    template void linear_forward_add<T>(T*, const T*, const T*, int, int, int, const T*);           \
+    template struct rope_tables<T>;                                                                 \
+    template void rope_forward<T>(T*, const T*, const rope_tables<T>&, int, int, int, int);         \
+    template void rope_backward<T>(T*, const T*, const rope_tables<T>&, int, int, int, int);        \
+    template void rope_backward_at<T>(T*, const T*, const rope_tables<T>&, int, int, int);          \
+    template void rope_forward_at<T>(T*, const T*, const rope_tables<T>&, int, int, int);           \
+    template void short_conv_forward<T>(T*, const T*, const T*, int, int, int, int);                \
+    template void short_conv_backward<T>(T*, T*, const T*, const T*, int, int, int, int);           \
+    template void short_conv_step<T>(T*, const T*, const T*, int, int);                             \
+    template void swiglu_forward<T>(T*, const T*, const T*, int, int);                              \
+    template void swiglu_backward<T>(T*, T*, const T*, const T*, const T*, int, int);               \
+    template void swiglu_fused_forward<T>(T*, const T*, int, int);                                  \
+    template void swiglu_fused_backward<T>(T*, const T*, const T*, int, int);                       \
+    template void gelu_forward<T>(T*, const T*, long);                                              \
+    template void gelu_backward<T>(T*, const T*, const T*, long);                                   \
+    template void sigmoid_forward<T>(T*, const T*, long);                                           \
+    template void sigmoid_backward<T>(T*, const T*, const T*, long);                                \
+    template void add_inplace<T>(T*, const T*, long);                                               \
+    template T cross_entropy_forward<T>(T*, T*, const T*, const std::int32_t*, int, int);           \
+    template void cross_entropy_backward<T>(T*, const T*, const std::int32_t*, T, int, int);
 
 ATTNLAB_INSTANTIATE_OPS(float)
 ATTNLAB_INSTANTIATE_OPS(double)

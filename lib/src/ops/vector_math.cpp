@@ -202,42 +202,30 @@ void swiglu_rows(double* out, const double* gate, const double* up, long n) {
 
 // silu(g) = g s(g); silu'(g) = s(g) (1 + g (1 - s(g))).
 namespace {
-template <bool Overwrite>
 __attribute__((always_inline)) inline void swiglu_grad_lanes(float* dgate, float* dup, const float* dout,
                                                              const float* gate, const float* up, long m) {
     const lanes8 g = load_lanes(gate, m), d = load_lanes(dout, m);
     const lanes8 s = 1.0f / (1.0f + exp_lanes(-g));
     const lanes8 du = d * g * s, dg = d * load_lanes(up, m) * s * (1.0f + g * (1.0f - s));
-    // overwrite never reads what the buffer held
-    store_lanes(dup, Overwrite ? du : load_lanes(dup, m) + du, m);
-    store_lanes(dgate, Overwrite ? dg : load_lanes(dgate, m) + dg, m);
-}
-
-template <bool Overwrite>
-__attribute__((always_inline)) inline void swiglu_grad_loop(float* dgate, float* dup, const float* dout,
-                                                            const float* gate, const float* up, long n) {
-    long i = 0;
-    for (; i + width8 <= n; i += width8)
-        swiglu_grad_lanes<Overwrite>(dgate + i, dup + i, dout + i, gate + i, up + i, width8);
-    if (i < n) swiglu_grad_lanes<Overwrite>(dgate + i, dup + i, dout + i, gate + i, up + i, n - i);
+    store_lanes(dup, load_lanes(dup, m) + du, m);
+    store_lanes(dgate, load_lanes(dgate, m) + dg, m);
 }
 }  // namespace
 
 ATTNLAB_CLONES void swiglu_rows_backward(float* dgate, float* dup, const float* dout, const float* gate,
-                                         const float* up, long n, bool overwrite) {
-    if (overwrite)
-        swiglu_grad_loop<true>(dgate, dup, dout, gate, up, n);
-    else
-        swiglu_grad_loop<false>(dgate, dup, dout, gate, up, n);
+                                         const float* up, long n) {
+    long i = 0;
+    for (; i + width8 <= n; i += width8) swiglu_grad_lanes(dgate + i, dup + i, dout + i, gate + i, up + i, width8);
+    if (i < n) swiglu_grad_lanes(dgate + i, dup + i, dout + i, gate + i, up + i, n - i);
 }
 
-void swiglu_rows_backward(double* dgate, double* dup, const double* dout, const double* gate, const double* up, long n,
-                          bool overwrite) {
+void swiglu_rows_backward(double* dgate, double* dup, const double* dout, const double* gate, const double* up,
+                          long n) {
     for (long i = 0; i < n; ++i) {
         const double g = gate[i], s = 1.0 / (1.0 + std::exp(-g));
         const double du = dout[i] * g * s, dg = dout[i] * up[i] * s * (1.0 + g * (1.0 - s));
-        dup[i] = overwrite ? du : dup[i] + du;
-        dgate[i] = overwrite ? dg : dgate[i] + dg;
+        dup[i] += du;
+        dgate[i] += dg;
     }
 }
 

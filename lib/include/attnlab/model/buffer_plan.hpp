@@ -1,6 +1,8 @@
 // Every buffer of transformer<T> besides its parameters and gradients, sized
-// by one function (llm.c style): transformer::reserve allocates from the
-// plan, the training memory estimate (train/memory_estimate.hpp) and
+// by one function (llm.c style): the float activations and the backward's
+// scratch are carved from one buffer, the arena, at the offsets the plan
+// gives (transformer::reserve allocates it, block_acts_at and
+// block_scratch_at point into it), the training memory estimate (train/memory_estimate.hpp) and
 // `bench train` (bench/train_bench.hpp) sum it. A new buffer is a new
 // model_buffer value and its case in plan_entry (buffer_plan.cpp; -Wswitch
 // refuses a value without one); the attention caches and scratch are sized by
@@ -13,6 +15,7 @@
 #pragma once
 #include <array>
 #include <cstddef>
+#include <cstdint>
 
 #include "attnlab/config/run_config.hpp"
 #include "attnlab/model/params.hpp"
@@ -30,13 +33,14 @@ enum class buffer_group {
 };
 
 enum class model_buffer {
-    // activations (transformer::reserve)
-    residual,  // x_: (N, C), L + 1 streams
+    // activations (block_acts's views, per layer, and the model's own)
+    residual,  // (N, C), L + 1 streams: x_l enters block l
     attn_norm,
     attn_rstd,  // per layer: ln1 (N, C), rstd1 (N)
     q,
     k,
     v,       // (N, C), q and k after rope
+    qkv,     // (N, 3C) the q, k, v product (after the short convolution), one copy: the forward's scratch
     qkv_in,  // (N, 3C) the q, k, v product before the short convolution (model.short_conv > 0)
     in_gate,
     out_gate,   // g_in, g_out (N, NH) when used
@@ -44,18 +48,18 @@ enum class model_buffer {
     mid,        // (N, C): x after the attention residual
     mlp_norm,
     mlp_rstd,  // ln2 (N, C), rstd2 (N) with an MLP
-    mlp_gate,  // fc_gate_up (N, 2F) with swiglu: gate and up side by side (one product)
-    mlp_up,    // fc_up (N, F) with gelu
+    mlp_gate,  // gate_up (N, 2F) with swiglu: gate and up side by side (one product)
+    mlp_up,    // up (N, F) with gelu
     mlp_act,   // act (N, F)
     final_norm,
-    final_rstd,   // lnf_ (N, C), rstdf_ (N)
-    answer_norm,  // lnf_ans_ (A, C)
+    final_rstd,   // the final norm (N, C) and its rstd (N)
+    answer_norm,  // the final norm's answer rows (A, C)
     logits,
     probs,          // (A, V)
-    answer_losses,  // losses_ (A)
+    answer_losses,  // (A)
     answer_rows,
     answer_targets,
-    answer_predictions,  // ans_rows_, ans_tgt_, ans_pred_ (A) integers
+    answer_predictions,  // (A) integers
     // attention caches, per layer (attention_cache_size_of)
     cache_wsum,
     cache_numer,
@@ -67,23 +71,22 @@ enum class model_buffer {
     cache_weights,
     cache_scores,   // (B, NH, T, T) the forward's weights and scores, when kept (attention::keeps_weights)
     cache_row_max,  // (B, NH, 2, T) the tiled path's row max and its tile (exp with a scale-invariant denominator)
-    // backward scratch
+    // backward scratch (block_scratch's views, shared by the layers, and the head's)
     d_residual,
     d_norm,
     d_q,
     d_k,
     d_v,
-    d_heads_out,  // dres_, dln_, dq_, dk_, dv_, datt_ (N, C)
-    d_qkv,        // dqkv_ (N, 3C): the gradients of the q, k, v product side by side
-                  // (and, in the forward, that product before its split into q, k, v)
-    d_mlp_gate,   // dfc_gate_up_ (N, 2F) with swiglu
-    d_mlp_up,     // dfc_up_ (N, F) otherwise
-    d_mlp_act,    // dact_ (N, F)
+    d_heads_out,  // (N, C) dL/dx of the residual stream, of a norm's output, dq, dk, dv, datt
+    d_qkv,        // (N, 3C): the gradients of the q, k, v product side by side
+    d_mlp_gate,   // dgate_up (N, 2F) with swiglu
+    d_mlp_up,     // dup (N, F) otherwise
+    d_mlp_act,    // dact (N, F)
     d_in_gate,
     d_out_gate,
-    d_gate_pre,  // dg_in_, dg_out_, dgate_pre_ (N, NH)
+    d_gate_pre,  // dg_in, dg_out, dgate_pre (N, NH)
     d_answer_norm,
-    d_logits,  // dlnf_ans_ (A, C), dlogits_ (A, V)
+    d_logits,  // of the answer rows' final norm (A, C) and of the logits (A, V)
     // tables
     rope_cos,
     rope_sin,            // (max_T, HS / 2) with RoPE
@@ -113,6 +116,7 @@ enum class model_buffer {
 };
 
 struct buffer_entry {
+    static constexpr std::size_t npos = static_cast<std::size_t>(-1);
     buffer_group group = buffer_group::activations;
     std::size_t elements = 0;    // of one copy
     std::size_t copies = 1;      // layers, streams, shards
@@ -120,6 +124,8 @@ struct buffer_entry {
     // Read by the backward pass: what a training step must keep (`bench
     // train` counts these; scratch it could reuse is not counted).
     bool kept_for_backward = false;
+    // Carved from the arena: copy i at element offset + i * stride (npos: allocated on its own).
+    std::size_t offset = npos, stride = 0;
     std::size_t bytes() const { return mul_saturating(mul_saturating(elements, copies), elem_bytes); }  // saturates
 };
 
@@ -138,11 +144,24 @@ struct buffer_plan {
     std::size_t param_count = 0;  // P, of the model's param_layout
     int shards = 1;               // copies of the per-thread buffers
     std::array<buffer_entry, static_cast<std::size_t>(model_buffer::count)> entries{};
+    // Floats of the arena: its entries, each copy starting on a 64-byte
+    // boundary from the first such boundary in it (64 bytes of slack included).
+    std::size_t arena_elements = 0;
 
     const buffer_entry& operator[](model_buffer b) const { return entries[static_cast<std::size_t>(b)]; }
     std::size_t elements(model_buffer b) const { return (*this)[b].elements; }
     std::size_t bytes(buffer_group g) const;  // every entry of the group, all copies
     std::size_t kept_for_backward_bytes() const;
+    // Element `first` of copy `copy` of arena entry b in `arena` (arena_elements
+    // long), null when the entry is empty.
+    template <class T>
+    T* carve(T* arena, model_buffer b, std::size_t copy, std::size_t first = 0) const {
+        const buffer_entry& e = (*this)[b];
+        if (e.elements == 0) return nullptr;
+        const auto at = reinterpret_cast<std::uintptr_t>(arena);
+        T* aligned = arena + ((64 - at % 64) % 64) / sizeof(T);  // the first 64-byte boundary
+        return aligned + e.offset + copy * e.stride + first;
+    }
 };
 
 buffer_plan plan_model_buffers(const buffer_plan_input& in);

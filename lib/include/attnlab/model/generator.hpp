@@ -2,13 +2,16 @@
 // every attention layer keeps its recurrent state (S, z per head; or the
 // key/value cache for exp and clamped kernels), so a step costs the same at
 // every position for variants with a finite state and grows with the
-// position for the cache. Used for generation and its benchmark.
+// position for the cache. Each block is block.hpp's block_forward on one
+// row, the function training calls. Used for generation and its benchmark.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "attnlab/attention/recurrent.hpp"
+#include "attnlab/model/block.hpp"
+#include "attnlab/model/buffer_plan.hpp"
 #include "attnlab/model/transformer.hpp"
 
 namespace attnlab {
@@ -25,18 +28,19 @@ public:
     int position() const { return pos_; }
 
 private:
+    // A block's short convolution and attention, one step of their state.
+    class step_mixer;
+
     const transformer<T>& model_;
-    int max_len_, C_, NH_, HS_, F_, V_, pos_ = 0;
-    std::vector<std::unique_ptr<recurrent_attention<T>>> attn_;  // one per layer
+    int max_len_, pos_ = 0;
     std::unique_ptr<rope_tables<T>> rope_;
-    // one-token activations
-    std::vector<T> x_, ln_, q_, k_, v_, att_, proj_;  // (C)
-    std::vector<T> qkv_raw_, qkv_conv_;               // (3C) the q, k, v product, and after the short convolution
+    block_shape<T> shape_;
+    buffer_plan plan_;      // of one row (B 1, T 1)
+    std::vector<T> arena_;  // its float buffers: the residual streams and every block's views
+    std::vector<std::unique_ptr<recurrent_attention<T>>> attn_;  // one per layer
     // per layer with model.short_conv K: (K, 3C), row i the product of i tokens ago (0 before the start)
     std::vector<std::vector<T>> conv_hist_;
-    std::vector<T> g_in_, g_out_;           // (NH)
-    std::vector<T> fc_gate_, fc_up_, act_;  // (F)
-    std::vector<T> rstd_, logits_;          // (1), (V)
+    std::vector<T> logits_;  // (V)
 };
 
 }  // namespace attnlab

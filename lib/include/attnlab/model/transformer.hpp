@@ -4,8 +4,10 @@
 //              x += MLP(RMSNorm(x))
 //   logits = head(RMSNorm(x)) at answer positions only (the loss ignores the rest).
 // Parameters and their gradients are flat buffers (param_layout); activations
-// are sized once by reserve(B, T), from the buffer plan (buffer_plan.hpp),
-// and reused, so a training step allocates nothing in the layers.
+// live in one arena, sized once by reserve(B, T) from the buffer plan
+// (buffer_plan.hpp) and reused, so a training step allocates nothing in the
+// layers. Each block runs through block_forward and block_backward
+// (block.hpp), the functions generation calls too.
 // Parallelism: data parallel. forward(), backward() and forward_backward()
 // each open ONE OpenMP region in which thread s runs the whole model on its
 // shard of the batch (whole sequences, rows [b0 T, b1 T)) with serial
@@ -16,6 +18,7 @@
 // to bottom; transformer_parallel.cpp the machinery around it (shards,
 // micro-batches, the gradient sum, buffers, weight cache, timers).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -24,15 +27,12 @@
 #include "attnlab/attention/attention.hpp"
 #include "attnlab/attention/recurrent.hpp"
 #include "attnlab/config/run_config.hpp"
+#include "attnlab/model/block.hpp"
 #include "attnlab/model/buffer_plan.hpp"
 #include "attnlab/model/params.hpp"
 #include "attnlab/ops/ops.hpp"
 
 namespace attnlab {
-
-// The epsilon of every RMSNorm of the model (the transformer's layers and the
-// generator's decoding step).
-inline constexpr double rmsnorm_eps = 1e-6;
 
 // How forward() computes attention: the parallel (quadratic) form, or the
 // recurrent form step by step with a fixed-size state (or the key/value
@@ -117,8 +117,8 @@ public:
     // q and k of block `layer` in the last forward, after RoPE: (B, T, C), heads
     // in column blocks of HS. The scores of the attention numerator are made
     // from exactly these (attnlab probe reads them).
-    const T* queries(int layer) const { return acts_.at(layer).q.data(); }
-    const T* keys(int layer) const { return acts_.at(layer).k.data(); }
+    const T* queries(int layer) const { return plan_.carve(arena_.data(), model_buffer::q, checked_layer(layer)); }
+    const T* keys(int layer) const { return plan_.carve(arena_.data(), model_buffer::k, checked_layer(layer)); }
 
 private:
     // ---- the parallel machinery (transformer_parallel.cpp)
@@ -146,18 +146,8 @@ private:
     op_times times_;
     bool timing_ = false;
 
-    struct layer_acts {
-        std::vector<T> ln1, rstd1;   // (N, C), (N)
-        std::vector<T> q, k, v;      // (N, C), q and k after rope
-        std::vector<T> qkv_in;       // (N, 3C) q, k, v product before the short convolution (when used)
-        std::vector<T> g_in, g_out;  // (N, NH) gates in (0, 1) (when used)
-        attention_cache<T> att_cache;
-        std::vector<T> att;         // (N, C) head outputs, before o
-        std::vector<T> mid;         // (N, C) x after the attention residual
-        std::vector<T> ln2, rstd2;  // (N, C), (N)
-        std::vector<T> fc_gate_up;  // (N, 2F) swiglu: gate | up per row
-        std::vector<T> fc_up, act;  // (N, F): fc_up with gelu
-    };
+    // The position-mixing parts of a block on one shard (transformer.cpp).
+    class shard_mixer;
 
     const T* p(std::size_t off) const { return params.data() + off; }
     // W^T of the forward product weight at param offset off, or null when its
@@ -165,28 +155,24 @@ private:
     const T* pt(std::size_t off) const;
     // Refreshes transposed_weights_ from params (once per forward).
     void transpose_weights();
-    T* g(std::size_t off) { return grads.data() + off; }
-    bool uses_rope() const { return m_.position == position_kind::rope; }
+    // Block l's weights, with the transposed copies its products read.
+    block_params<T> block_params_of(int l) const;
+    // Element `first` of copy `copy` of arena buffer b.
+    T* buf(model_buffer b, std::size_t copy, long first) { return plan_.carve(arena_.data(), b, copy, first); }
+    std::size_t checked_layer(int layer) const;
     // Every row is an answer (language modelling): answer a is row a, and the
-    // head reads lnf_ and writes dln_ in place of their answer-row copies.
+    // head reads the final norm's rows and writes their gradient in place of their answer-row copies.
     bool every_row_answers() const { return static_cast<long>(ans_rows_.size()) == static_cast<long>(B_) * T_; }
-    attention_inputs<T> attention_inputs_of(int layer) const;
-    // qkv (N, 3C) of a shard's Bs sequences: the q, k, v product of ln1, through
-    // the short convolution when the model has one (its input kept in qkv_in).
-    void qkv_forward(T* qkv, T* qkv_in, const T* ln1, const block_offsets& bo, int Bs) const;
-    // q, k, v (N, C) of rows [0, N) from their product qkv (N, 3C), RoPE applied to q and k.
-    void split_qkv(T* q, T* k, T* v, const T* qkv, int N) const;
-    // dqkv (N, 3C) = [rope^T(dq) | rope^T(dk) | dv], the gradient of that product.
-    void merge_qkv_grads(T* dqkv, const T* dq, const T* dk, const T* dv, int N) const;
 
     model_config m_;
-    int V_, max_T_, C_, NH_, HS_, F_;
+    int V_, max_T_;
     model_offsets off_;  // filled by build_param_layout: declared before layout_
     param_layout layout_;
     attention_config a_;
     attention_layer<T> attn_;
     std::unique_ptr<recurrent_attention<T>> recurrent_;  // set: forward() runs the recurrent form
     std::unique_ptr<rope_tables<T>> rope_;
+    block_shape<T> shape_;  // every block's sizes: C, NH heads of HS, F (rope_: its tables)
     // The forward product weights linear_forward reads transposed (small
     // products), each as W^T (in, out) at its offset into transposed_weights_.
     struct transposed_weight {
@@ -199,25 +185,16 @@ private:
     // activations of the last forward (B_, T_), allocated by reserve from plan_
     int B_ = 0, T_ = 0, cap_B_ = 0, cap_T_ = 0;
     buffer_plan plan_;
+    std::vector<T> arena_;                    // the plan's float buffers
+    std::vector<attention_cache<T>> caches_;  // per layer
     const std::int32_t* tokens_ = nullptr;
-    std::vector<std::vector<T>> x_;                     // L+1 residual streams (N, C); x_[l] enters block l
-    std::vector<layer_acts> acts_;                      // per layer
-    std::vector<T> lnf_, rstdf_;                        // (N, C), (N)
-    std::vector<int> ans_rows_;                         // (A)
-    std::vector<std::int32_t> ans_tgt_, ans_pred_;      // (A)
-    std::vector<T> lnf_ans_, logits_, probs_, losses_;  // (A, C), (A, V), (A, V), (A)
+    std::vector<int> ans_rows_;                     // (A)
+    std::vector<std::int32_t> ans_tgt_, ans_pred_;  // (A)
+    std::vector<T> logits_, losses_;                // (A, V), (A)
 
     std::vector<shard> shards_;                  // of the last forward
     std::vector<attention_scratch<T>> scratch_;  // per thread
     std::vector<std::vector<T>> shard_grads_;    // threads 1..: own gradient buffers (params)
-
-    // backward scratch
-    std::vector<T> dres_, dln_, dq_, dk_, dv_, datt_;  // (N, C)
-    std::vector<T> dqkv_;                        // (N, 3C): dq | dk | dv before RoPE; the forward's q, k, v product
-    std::vector<T> dfc_gate_up_;                 // (N, 2F) swiglu: dgate | dup
-    std::vector<T> dfc_up_, dact_;               // (N, F)
-    std::vector<T> dg_in_, dg_out_, dgate_pre_;  // (N, NH)
-    std::vector<T> dlnf_ans_, dlogits_;          // (A, C), (A, V)
 };
 
 }  // namespace attnlab

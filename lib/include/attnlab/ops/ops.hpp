@@ -16,11 +16,6 @@
 
 namespace attnlab {
 
-// How a backward writes its input gradient: adds to it (the contract above),
-// or overwrites it when the caller's buffer holds nothing of this step yet
-// (saves zeroing it first). Parameter gradients always add.
-enum class grad_write { add, overwrite };
-
 // out (N, C) = wte[tokens[n]] + wpe[n % T] (wpe may be null: no learned positions)
 template <class T>
 void embedding_forward(T* out, const std::int32_t* tokens, const T* wte, const T* wpe, int B, int Tn, int C);
@@ -43,12 +38,42 @@ void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int N,
 // the weight transposed, a copy it makes per call unless weight_t is given.
 bool linear_reads_transposed_weight(int C, int OC);
 template <class T>
-void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int N, int C, int OC,
-                     grad_write dinp_write = grad_write::add);
+void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int N, int C, int OC);
 // out (N, OC) += inp (N, C) @ weight^T: a residual branch added to its stream by
 // the product itself (no zeroing pass, no separate add). Its backward is linear_backward.
 template <class T>
 void linear_forward_add(T* out, const T* inp, const T* weight, int N, int C, int OC, const T* weight_t = nullptr);
+
+// The same products with their operands named: a linear layer y (N, out) =
+// x (N, in) W^T + bias, W (out, in) and, when the caller keeps one, its
+// transposed copy wt (in, out); bias may be null.
+template <class T>
+struct linear_weights {
+    const T* w = nullptr;
+    const T* wt = nullptr;
+    const T* bias = nullptr;
+    int in = 0, out = 0;
+};
+// Where a linear layer's backward adds: dx (N, in), dw (out, in), dbias (out); null: not wanted (dw never).
+template <class T>
+struct linear_grads {
+    T* dx = nullptr;
+    T* dw = nullptr;
+    T* dbias = nullptr;
+};
+template <class T>
+void linear_forward(T* y, const T* x, const linear_weights<T>& l, int N) {
+    linear_forward(y, x, l.w, l.bias, N, l.in, l.out, l.wt);
+}
+// y += x W^T (a layer without bias).
+template <class T>
+void linear_forward_add(T* y, const T* x, const linear_weights<T>& l, int N) {
+    linear_forward_add(y, x, l.w, N, l.in, l.out, l.wt);
+}
+template <class T>
+void linear_backward(const linear_grads<T>& g, const T* dy, const T* x, const linear_weights<T>& l, int N) {
+    linear_backward(g.dx, g.dw, g.dbias, dy, x, l.w, N, l.in, l.out);
+}
 
 // Rotary position embedding, rotate-half convention, base 10000, positions
 // 0..T-1 within each sequence. Tables are (T, HS/2) cos and sin.
@@ -98,8 +123,7 @@ void swiglu_backward(T* dgate, T* dup, const T* dout, const T* gate, const T* up
 template <class T>
 void swiglu_fused_forward(T* out, const T* gate_up, int N, int F);
 template <class T>
-void swiglu_fused_backward(T* dgate_up, const T* dout, const T* gate_up, int N, int F,
-                           grad_write write = grad_write::add);
+void swiglu_fused_backward(T* dgate_up, const T* dout, const T* gate_up, int N, int F);
 
 // out (n) = gelu(inp), exact: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2))
 template <class T>
@@ -122,9 +146,8 @@ void add_inplace(T* out, const T* inp, long n);
 // caches; returns the mean loss over the A rows.
 template <class T>
 T cross_entropy_forward(T* probs, T* losses, const T* logits, const std::int32_t* targets, int A, int V);
-// dlogits (A, V) += scale * (probs - onehot(target)) (= with overwrite); scale is dloss per row (1/A for a mean).
+// dlogits (A, V) += scale * (probs - onehot(target)); scale is dloss per row (1/A for a mean).
 template <class T>
-void cross_entropy_backward(T* dlogits, const T* probs, const std::int32_t* targets, T scale, int A, int V,
-                            grad_write write = grad_write::add);
+void cross_entropy_backward(T* dlogits, const T* probs, const std::int32_t* targets, T scale, int A, int V);
 
 }  // namespace attnlab

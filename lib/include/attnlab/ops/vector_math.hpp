@@ -39,14 +39,11 @@ double scaled_sum(double* out, const double* d, double add, const double* w, lon
 float softmax_row(float* p, const float* z, long n);
 double softmax_row(double* p, const double* z, long n);
 
-// SwiGLU: out = silu(gate) * up;  backward: dgate += dout up silu'(gate), dup += dout silu(gate)
-// (= instead of += with overwrite).
+// SwiGLU: out = silu(gate) * up;  backward: dgate += dout up silu'(gate), dup += dout silu(gate).
 void swiglu_rows(float* out, const float* gate, const float* up, long n);
 void swiglu_rows(double* out, const double* gate, const double* up, long n);
-void swiglu_rows_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up, long n,
-                          bool overwrite = false);
-void swiglu_rows_backward(double* dgate, double* dup, const double* dout, const double* gate, const double* up, long n,
-                          bool overwrite = false);
+void swiglu_rows_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up, long n);
+void swiglu_rows_backward(double* dgate, double* dup, const double* dout, const double* gate, const double* up, long n);
 
 // RoPE of one row of NH heads of HS (ops.hpp's rope_forward_at): each pair
 // (x_i, x_{i+HS/2}) of a head turns by the angle whose cos and sin are cs[i],
