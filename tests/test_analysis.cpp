@@ -318,7 +318,9 @@ TEST_CASE("per-position loss beyond the trained length: --set task.seq_len, refu
     auto spec = [](const std::string& name, const std::string& position) {
         return "name: " + name + "\nbase:\n  seed: 0\n  task: {kind: text, path: " + text_fixture +
                ", seq_len: 16, test_examples: 8}\n"
-               "  model: {layers: 1, d_model: 16, heads: 2, position: " + position + "}\n"
+               "  model: {layers: 1, d_model: 16, heads: 2, position: " +
+               position +
+               "}\n"
                "  attention: {numerator: exp, denominator: softmax}\n"
                "  train: {steps: 20, batch: 4, lr: 1.0e-3, warmup: 1, eval_every: 10}\n";
     };

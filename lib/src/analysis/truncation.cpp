@@ -66,8 +66,8 @@ run_config evaluated_config(const run_config& trained, const std::vector<std::st
         throw config_error("--set: the run was trained as " + variant_label(trained.attention) + "; " +
                            variant_label(c.attention) + " has other parameters: " + why +
                            " (eval can change the variant only when the checkpoint fits it unchanged)");
-    throw config_error("--set: the model these keys describe has other parameters than the run's checkpoint: " +
-                       why + " (a model with learned positions is tied to the length it was trained on)");
+    throw config_error("--set: the model these keys describe has other parameters than the run's checkpoint: " + why +
+                       " (a model with learned positions is tied to the length it was trained on)");
 }
 
 std::vector<int> parse_order_list(const std::string& text, const std::string& option) {
