@@ -16,9 +16,13 @@
 #include <spdlog/spdlog.h>
 
 #include "attnlab/bench/generate_bench.hpp"
+#include "attnlab/bench/products_bench.hpp"
 #include "attnlab/bench/seq_len_bench.hpp"
 #include "attnlab/bench/train_bench.hpp"
 #include "attnlab/spec/spec.hpp"
+#include "attnlab/ops/peak_fma.hpp"
+#include "attnlab/tasks/task.hpp"
+#include "attnlab/model/transformer.hpp"
 #include "attnlab/io/files.hpp"
 #include "attnlab/train/inference_memory.hpp"
 #include "attnlab/train/memory_estimate.hpp"
@@ -158,6 +162,48 @@ void add_bench_train(CLI::App& bench, action& chosen) {
     });
 }
 
+void add_bench_products(CLI::App& bench, action& chosen) {
+    auto* cmd = bench.add_subcommand("products",
+                                     "The model's matrix products one by one: attnlab's packed kernel against the "
+                                     "BLAS library, GFLOP/s and % of the peak FMA bound");
+    auto spec = std::make_shared<std::string>();
+    auto config = std::make_shared<std::string>("larger");
+    auto overrides = std::make_shared<std::vector<std::string>>();
+    auto rounds = std::make_shared<int>(5);
+    auto seconds = std::make_shared<double>(0.05);
+    cmd->add_option("SPEC", *spec, "Spec whose first run's model is timed (instead of --config)")->type_name("SPEC");
+    cmd->add_option("--config", *config, "A built-in configuration: quickstart, lm, larger or long")
+        ->capture_default_str()
+        ->check(one_of(bench_config_names()))
+        ->type_name("NAME");
+    cmd->add_option("--set", *overrides, "Override a dotted key, e.g. --set model.d_model=512")->type_name("KEY=VALUE");
+    cmd->add_option("--rounds", *rounds, "Alternating rounds of the two kernels per product")
+        ->capture_default_str()
+        ->check(integer_in(1, 100));
+    cmd->add_option("--seconds", *seconds, "Time per kernel, product and round")
+        ->capture_default_str()
+        ->check(CLI::Range(0.001, 10.0));
+    cmd->callback([=, &chosen] {
+        chosen = [=] {
+            const experiment_spec e =
+                spec->empty() ? parse_spec(bench_config_yaml(*config), "<config " + *config + ">", *overrides)
+                              : load_spec(*spec, *overrides);
+            const run_config& c = e.runs.front().config;
+            const int T = c.task.seq_len, vocab = make_task(c.task, 0)->vocab_size();
+            // The rows the model multiplies at once: one micro-batch of whole sequences.
+            const int rows = transformer<float>::micro_batch_sequences(T) * T;
+            set_threads(1);
+            const peak_fma_rate peak = measure_peak_fma(1);
+            const auto shapes = model_product_shapes(c.model, vocab, rows);
+            spdlog::info("bench products: {} products of d_model {} at {} rows, {} rounds", shapes.size(),
+                         c.model.d_model, rows, *rounds);
+            const auto timings = run_products_bench(shapes, *rounds, *seconds);
+            std::cout << products_bench_report(timings, peak, blas_core_name(), spec->empty() ? *config : *spec);
+            return exit_ok;
+        };
+    });
+}
+
 }  // namespace
 
 void add_bench(CLI::App& app, action& chosen) {
@@ -219,6 +265,7 @@ void add_bench(CLI::App& app, action& chosen) {
         };
     });
     add_bench_train(*bench, chosen);
+    add_bench_products(*bench, chosen);
 }
 
 }  // namespace attnlab::cli

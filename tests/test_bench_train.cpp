@@ -189,3 +189,26 @@ TEST_CASE("bench train: round by round, each side's best thread setting of that 
     sides[3].error = "exited 1";  // no PyTorch figures: no ratio
     CHECK(round_ratios(sides).empty());
 }
+
+TEST_CASE("bench products: a d_model 128 model's products, both kernels, named BLAS kernels", "[bench][cli]") {
+    const auto r = run_cli({"bench", "products", "--config", "quickstart", "--set", "model.d_model=128", "--rounds",
+                            "1", "--seconds", "0.001"});
+    REQUIRE(r.code == 0);
+    const auto lines = lines_of(r.out);
+    // Three passes of q/k/v, o, the MLP's two layers and the head, at one micro-batch of rows (64).
+    int products = 0;
+    for (const auto& l : lines)
+        for (const char* name : {"q/k/v ", "o ", "mlp gate+up ", "mlp down ", "head "})
+            products += l.rfind(name, 0) == 0 && count_of(l, "%") == 2;
+    CHECK(products == 15);
+    bool qkv_forward = false;  // x (64, 128) W^T (128, 384)
+    for (const auto& l : lines)
+        qkv_forward = qkv_forward || l.rfind("q/k/v forward             64   384   128", 0) == 0;
+    CHECK(qkv_forward);
+    CHECK_THAT(r.out, Catch::Contains("peak FMA bound ") && Catch::Contains("all (by time)"));
+#ifdef ATTNLAB_OPENBLAS
+    CHECK_THAT(r.out, Catch::Contains("BLAS kernels: ") && !Catch::Contains("BLAS kernels: none"));
+#endif
+    const auto bad = run_cli({"bench", "products", "--config", "nosuch"});
+    CHECK(bad.code == 2);
+}

@@ -65,7 +65,7 @@ TEST_CASE("a mistyped verb gets a did-you-mean, a missing one the list of verbs"
     CHECK_THAT(usage_error({"rn"}), Contains("unknown verb 'rn'") && Contains("did you mean 'run'?"));
     CHECK_THAT(usage_error({"bench", "trian"}), Contains("unknown verb 'trian'") && Contains("did you mean 'train'?"));
     CHECK_THAT(usage_error({}), Contains("needs a verb: run, validate"));
-    CHECK_THAT(usage_error({"bench"}), Contains("attnlab bench needs a verb: generate or train"));
+    CHECK_THAT(usage_error({"bench"}), Contains("attnlab bench needs a verb: generate, train or products"));
     CHECK_THAT(usage_error({"--bogus"}), Contains("unknown option '--bogus'"));
 }
 

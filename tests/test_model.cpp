@@ -70,19 +70,6 @@ TEST_CASE("the model is causal: later tokens do not change earlier predictions",
     CHECK(after[4] != before[4]);
 }
 
-namespace {
-// Random tokens of a vocabulary of V, (B, T); targets at rows n % every == 1 and the first 3.
-void random_batch(std::vector<std::int32_t>& tokens, std::vector<std::int32_t>& targets, int V, int B, int T,
-                  std::uint64_t seed, int every) {
-    rng r(seed);
-    tokens.assign(static_cast<std::size_t>(B) * T, 0);
-    targets.assign(static_cast<std::size_t>(B) * T, no_target);
-    for (auto& t : tokens) t = static_cast<std::int32_t>(r.uniform_int(0, V - 1));
-    for (int n = 0; n < B * T; ++n)
-        if (n % every == 1 || n < 3) targets[n] = static_cast<std::int32_t>(r.uniform_int(0, V - 1));
-}
-}  // namespace
-
 TEST_CASE("data-parallel shards: same loss, predictions and gradients for any thread count", "[model]") {
     // B 5 splits unevenly (2+3, 1+2+2); answer rows are uneven across
     // sequences; the rmsnorm denominator and the gates have parameters whose

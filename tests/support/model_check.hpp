@@ -1,9 +1,12 @@
 // Whole-model gradient check on a micro model.
 #pragma once
 #include <algorithm>
+#include <cstdint>
+#include <vector>
 
 #include "attnlab/model/transformer.hpp"
 #include "attnlab/tasks/task.hpp"
+#include "attnlab/util/rng.hpp"
 #include "gradcheck.hpp"
 #include "variant_cases.hpp"
 
@@ -70,4 +73,14 @@ inline model_config micro_model(mlp_kind mlp = mlp_kind::swiglu, position_kind p
     return small_model(2, 8, mlp, pos);
 }
 
+// Random tokens of a vocabulary of V, (B, T); targets at rows n % every == 1 and the first 3.
+inline void random_batch(std::vector<std::int32_t>& tokens, std::vector<std::int32_t>& targets, int V, int B, int T,
+                         std::uint64_t seed, int every) {
+    rng r(seed);
+    tokens.assign(static_cast<std::size_t>(B) * T, 0);
+    targets.assign(static_cast<std::size_t>(B) * T, no_target);
+    for (auto& t : tokens) t = static_cast<std::int32_t>(r.uniform_int(0, V - 1));
+    for (int n = 0; n < B * T; ++n)
+        if (n % every == 1 || n < 3) targets[n] = static_cast<std::int32_t>(r.uniform_int(0, V - 1));
+}
 }  // namespace attnlab::test

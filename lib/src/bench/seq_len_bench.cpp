@@ -5,6 +5,8 @@
 // its own model, built anew in each round.
 #include "attnlab/bench/seq_len_bench.hpp"
 
+#include "attnlab/util/median.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -77,10 +79,7 @@ std::vector<seq_len_variant> default_seq_len_variants() {
 
 double seq_len_point::median() const {
     if (ms_per_1k.empty()) return NAN;
-    std::vector<double> v = ms_per_1k;
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    return median_of(ms_per_1k);
 }
 
 std::vector<seq_len_point> run_seq_len_bench(const seq_len_bench_options& opt,

@@ -1,9 +1,8 @@
 // attnlab bench train (train_bench.hpp).
 #include "attnlab/bench/train_bench.hpp"
 
-#ifdef ATTNLAB_OPENBLAS
-extern "C" char* openblas_get_corename(void);  // OpenBLAS's own API (cblas.h declares it too)
-#endif
+#include "attnlab/bench/products_bench.hpp"
+#include "attnlab/util/median.hpp"
 
 #include <Eigen/Dense>
 #include <omp.h>
@@ -31,13 +30,6 @@ namespace attnlab {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-
-double median_of(std::vector<double> v) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // /proc/self/status field in kB, as bytes.
 std::size_t proc_status_bytes(const std::string& field) {
@@ -159,16 +151,6 @@ double peak_at(const std::vector<peak_fma_rate>& peak, int threads) {
     for (const peak_fma_rate& p : peak)
         if (p.threads == threads) return p.gflops;
     return 0;
-}
-
-// OpenBLAS's kernel set for this CPU (its core name; an environment variable
-// such as OPENBLAS_CORETYPE can pick a narrower one than the CPU has).
-std::string blas_core_name() {
-#ifdef ATTNLAB_OPENBLAS
-    return openblas_get_corename();
-#else
-    return "";
-#endif
 }
 
 // The probe's GFLOP/s at a thread setting (0 if not probed).

@@ -3,10 +3,14 @@
 #include "attnlab/ops/ops.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <string>
 #include <cmath>
 #include <type_traits>
 #include <vector>
 
+#include "attnlab/ops/packed_gemm.hpp"
 #include "attnlab/ops/small_gemm.hpp"
 #include "attnlab/ops/vector_math.hpp"
 #include "attnlab/util/shapes.hpp"
@@ -89,17 +93,42 @@ void small_gemm_k_sliced(bool trans_a, int M, int N, int K, const T* a, const T*
     }
 }
 
+// The rest of the products with enough rows to pay for packing B (a copy
+// of N x K for M x N x K multiply-adds) run in packed_gemm, at the width of
+// attnlab's own kernels whatever OPENBLAS_CORETYPE says, and with a result
+// that does not depend on which kernels OpenBLAS picked. Measured with
+// `attnlab bench products` (docs/speed.md): as fast as OpenBLAS's AVX-512
+// kernels on this project's shapes, and about 1.7x OpenBLAS told to use
+// AVX2. Fewer rows (generation's single row, a product of vectors) and the
+// tiny products of the gradient checks stay with the library.
+constexpr int packed_min_rows = 64;
+large_products large_products_from_environment() {
+    const char* v = std::getenv("ATTNLAB_LARGE_PRODUCTS");
+    return v && std::string(v) == "blas" ? large_products::blas : large_products::automatic;
+}
+std::atomic<large_products> large_products_kernel{large_products_from_environment()};
+
+bool prefers_packed_gemm(int M, int N, int K) {
+    return large_products_kernel.load(std::memory_order_relaxed) == large_products::automatic &&
+           std::min(M, N) >= packed_min_rows && static_cast<long>(M) * N * K >= small_min_work;
+}
+
 // Row-major c (M, N) = op(a) op(b) (+ c when add); op(a) (M, K), op(b) (K, N),
 // op = transpose when trans_*. bt: null, or with trans_b a row-major copy of
 // op(b) (K, N) the small path reads instead of making its own. Small
-// products: small_gemm (above). With OpenBLAS the rest is one ?gemm call with
-// beta 0 or 1: `=` then writes c without Eigen's zeroing pass first.
+// products: small_gemm (above); large ones: packed_gemm. With OpenBLAS the
+// rest is one ?gemm call with beta 0 or 1: `=` then writes c without Eigen's
+// zeroing pass first.
 template <class T>
 void gemm(bool trans_a, bool trans_b, int M, int N, int K, const T* a, const T* b, bool add, T* c,
           const T* bt = nullptr) {
     if (M == 0 || N == 0) return;
     if (!(trans_a && trans_b) && prefers_small_gemm(trans_a, trans_b && !bt, M, N, K)) {
         small_gemm_k_sliced(trans_a, M, N, K, a, trans_b ? (bt ? bt : transposed_copy(b, N, K)) : b, add, c);
+        return;
+    }
+    if (prefers_packed_gemm(M, N, K)) {
+        packed_gemm(trans_a, trans_b, M, N, K, a, b, add, c);
         return;
     }
 #ifdef ATTNLAB_OPENBLAS
@@ -178,6 +207,8 @@ template <class T>
 void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* rstd, const T* weight, int N, int C) {
     rmsnorm_rows_backward(dinp, dweight, dout, inp, rstd, weight, N, C);
 }
+
+large_products use_large_products(large_products kernel) { return large_products_kernel.exchange(kernel); }
 
 bool linear_reads_transposed_weight(int C, int OC) { return prefers_small_gemm(false, true, small_min_rows, OC, C); }
 

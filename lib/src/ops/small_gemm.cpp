@@ -15,24 +15,13 @@ namespace attnlab {
 
 namespace {
 
-// Bytes of T in GCC's vector extension, each version of the kernel its
-// CPU's register width (below): 64 for AVX-512, 32 for AVX2, 16 for the
-// baseline. A wider vector than the registers would still be right, but GCC
-// takes minutes to split it into registers (two thirds of the library's
-// compile time when every version used 64 bytes).
-template <class T, int Bytes>
-struct vec {
-    using type [[gnu::vector_size(Bytes)]] = T;
-    static constexpr int lanes = Bytes / static_cast<int>(sizeof(T));
-};
-
 // C (R, CV * lanes) (+)= alpha A (R, k0..k1) B (k0..k1, CV * lanes);
 // A(r, k) at A[r lda + k], or at A[k lda + r] when TA (A stored transposed).
 template <class T, int VB, bool TA, int R, int CV>
 [[gnu::always_inline]] inline void tile(T* C, int ldc, const T* A, int lda, const T* B, int ldb, int k0, int k1,
                                         T alpha, bool add) {
-    using V = typename vec<T, VB>::type;
-    constexpr int L = vec<T, VB>::lanes;
+    using V = typename detail::simd<T, VB>::type;
+    constexpr int L = detail::simd<T, VB>::lanes;
     V acc[R][CV];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
@@ -124,7 +113,7 @@ template <class T, int VB, bool TA, int CV>
 template <class T, int VB, bool TA>
 [[gnu::always_inline]] inline void small_gemm_impl(T* C, int ldc, const T* A, int lda, const T* B, int ldb, int M,
                                                    int N, int K, T alpha, bool add, row_band k_band, row_band n_band) {
-    constexpr int L = vec<T, VB>::lanes;
+    constexpr int L = detail::simd<T, VB>::lanes;
     // Blocks of 8 rows, each in tiles within the accumulator budget.
     constexpr int block = 8;
     // Panels of 4 vectors of columns outside, row blocks inside: the panel of

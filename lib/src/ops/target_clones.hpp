@@ -17,6 +17,19 @@
 
 #include <atomic>
 
+namespace attnlab::detail {
+// Bytes of T in GCC's vector extension, each version of a kernel its CPU's
+// register width: 64 for AVX-512, 32 for AVX2, 16 for the baseline. A wider
+// vector than the registers would still be right, but GCC takes minutes to
+// split it into registers (two thirds of the library's compile time when
+// every version of small_gemm used 64 bytes).
+template <class T, int Bytes>
+struct simd {
+    using type [[gnu::vector_size(Bytes)]] = T;
+    static constexpr int lanes = Bytes / static_cast<int>(sizeof(T));
+};
+}  // namespace attnlab::detail
+
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
 #define ATTNLAB_CLONES __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
 

@@ -5,8 +5,9 @@
 // step and residual branches add up for free.
 // Templated on the scalar: float for training, double for gradient checks.
 // Parallelism: the model calls these from its data-parallel threads, where
-// they run serially (linear_* through OpenBLAS with one thread, or through
-// small_gemm when a side is at most 64: ops.cpp); called outside
+// they run serially (linear_* through small_gemm when a side is at most 64,
+// through packed_gemm when both output sides are 64 or more, otherwise
+// through OpenBLAS with one thread: ops.cpp); called outside
 // a parallel region, the row-wise ops are OpenMP loops over rows when the
 // work is large.
 #pragma once
@@ -27,6 +28,15 @@ template <class T>
 void rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight, int N, int C, T eps);
 template <class T>
 void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* rstd, const T* weight, int N, int C);
+
+// Which kernel runs the products too large for small_gemm: attnlab's own
+// packed_gemm (automatic: where enough rows pay for packing) or the BLAS
+// library (every one of them; the kernel before packed_gemm, kept for timing
+// one against the other with one binary, and for tests).
+// ATTNLAB_LARGE_PRODUCTS=blas sets the latter from the start; unset: automatic.
+enum class large_products { automatic, blas };
+// Sets the kernel for products started from now on; returns the previous setting.
+large_products use_large_products(large_products kernel);
 
 // out (N, OC) = inp (N, C) @ weight^T (weight (OC, C), PyTorch layout) + bias (OC; may be null).
 // weight_t: null, or weight^T (C, OC) row-major, made once by a caller that
