@@ -2,6 +2,7 @@
 #include "attnlab/bench/train_bench.hpp"
 
 #include "attnlab/bench/products_bench.hpp"
+#include "attnlab/ops/ops.hpp"
 #include "attnlab/util/median.hpp"
 
 #include <Eigen/Dense>
@@ -433,7 +434,10 @@ std::string format_train_bench(const train_bench_result& r) {
     if (!r.peak.empty()) s += "\n";
 #ifdef ATTNLAB_OPENBLAS
     s += "BLAS: OpenBLAS, core " + (r.blas_core.empty() ? std::string("unknown") : r.blas_core) +
-         " (large products; attnlab's own kernel does the small ones)\n";
+         (large_products_in_use() == large_products::blas
+              ? " (every product attnlab's small kernel does not take: ATTNLAB_LARGE_PRODUCTS=blas)\n"
+              : " (the probe, and products of fewer than 64 rows or columns too large for attnlab's small "
+                "kernel; attnlab's packed kernel does the large ones)\n");
     s += "matmul probe (float 512^3 per thread, OpenBLAS through Eigen):";
 #else
     s += "matmul probe (float 512^3 per thread, Eigen):";

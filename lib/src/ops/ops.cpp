@@ -97,10 +97,12 @@ void small_gemm_k_sliced(bool trans_a, int M, int N, int K, const T* a, const T*
 // of N x K for M x N x K multiply-adds) run in packed_gemm, at the width of
 // attnlab's own kernels whatever OPENBLAS_CORETYPE says, and with a result
 // that does not depend on which kernels OpenBLAS picked. Measured with
-// `attnlab bench products` (docs/speed.md): as fast as OpenBLAS's AVX-512
-// kernels on this project's shapes, and about 1.7x OpenBLAS told to use
-// AVX2. Fewer rows (generation's single row, a product of vectors) and the
-// tiny products of the gradient checks stay with the library.
+// `attnlab bench products` on a d_model 256 model's 15 products (Intel Xeon,
+// AVX-512, one thread, quiet; results/bench/products.txt): 73 % of the peak
+// FMA bound against OpenBLAS's 75 % with its AVX-512 kernels (0.90-1.09x
+// product by product) and 47 % with OPENBLAS_CORETYPE=Haswell (1.40-1.73x).
+// Fewer rows (generation's single row, a product of vectors) and the tiny
+// products of the gradient checks stay with the library.
 constexpr int packed_min_rows = 64;
 large_products large_products_from_environment() {
     const char* v = std::getenv("ATTNLAB_LARGE_PRODUCTS");
@@ -209,6 +211,7 @@ void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T*
 }
 
 large_products use_large_products(large_products kernel) { return large_products_kernel.exchange(kernel); }
+large_products large_products_in_use() { return large_products_kernel.load(); }
 
 bool linear_reads_transposed_weight(int C, int OC) { return prefers_small_gemm(false, true, small_min_rows, OC, C); }
 

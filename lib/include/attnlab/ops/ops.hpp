@@ -37,6 +37,7 @@ void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T*
 enum class large_products { automatic, blas };
 // Sets the kernel for products started from now on; returns the previous setting.
 large_products use_large_products(large_products kernel);
+large_products large_products_in_use();
 
 // out (N, OC) = inp (N, C) @ weight^T (weight (OC, C), PyTorch layout) + bias (OC; may be null).
 // weight_t: null, or weight^T (C, OC) row-major, made once by a caller that
