@@ -1,5 +1,6 @@
 """The `plots` test: scripts/plot_sweep.py on the fixture folders of tests/data/plots, and
-scripts/plot_length.py on a summary built here whose intervals are known by hand.
+scripts/plot_length.py on a summary built here whose intervals are known by hand; scripts/plot_state_ladder.py
+on one whose points are.
 
 usage: PYTHON tests/tools/check_plots.py SOURCE_DIR WORK_DIR
 
@@ -248,6 +249,40 @@ def check_length(source, work):
     check("s2: diverged" in table, "length.md: the diverged seed is named in the accuracy table")
 
 
+def check_state_ladder(source, work):
+    """scripts/plot_state_ladder.py on a constructed summary: taylor 1 and 2 with the norm at d_model 32 (seeds
+    0-2 at the chosen rate, seed 0 the selection seed), taylor 1 at d_model 64 with seed 0 alone; a run at a rate
+    that was not chosen stays out, a diverged seed counts as accuracy 0, each point keeps its state_floats."""
+    folder = os.path.join(work, "state_ladder")
+    os.makedirs(folder)
+    header = ["run_id", "status", "seed", "model.d_model", "attention.numerator", "attention.order",
+              "attention.denominator", "train.lr", "lr_selected", "final_test_token_acc", "state_floats"]
+    rows = []
+    for seed, acc in ((0, 0.5), (1, 0.4), (2, 0.6)):
+        rows.append(["", "ok", seed, 32, "taylor", 1, "norm", 0.003, "true", acc, 289])
+        rows.append(["", "ok", seed, 32, "taylor", 1, "norm", 0.01, "false", 0.99, 289])  # not the chosen rate
+        rows.append(["", "diverged" if seed == 2 else "ok", seed, 32, "taylor", 2, "norm", 0.003, "true", 1.0, 2601])
+    rows.append(["", "ok", 0, 64, "taylor", 1, "norm", 0.003, "true", 0.9, 1089])
+    rows.append(["", "ok", 0, 32, "exp", "", "softmax", 0.003, "true", 1.0, 4096])
+    with open(os.path.join(folder, "summary.csv"), "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        writer.writerows(rows)
+    stem = os.path.join(folder, "plots", "state_ladder")
+    res = run(os.path.join(source, "scripts", "plot_state_ladder.py"), folder, "--out", stem)
+    check(res.returncode == 0, f"plot_state_ladder.py exits 0 (got {res.returncode}: {res.stderr.strip()})")
+    for ext in ("png", "pdf", "csv"):
+        check(os.path.exists(f"{stem}.{ext}"), f"plot_state_ladder.py writes state_ladder.{ext}")
+    got = list(csv.DictReader(open(f"{stem}.csv"))) if os.path.exists(f"{stem}.csv") else []
+    cells = {(r["denominator"], r["numerator"], r["order"], r["d_model"]):
+             (r["state_floats"], r["seeds"], r["mean_token_acc"], r["selection_seed_only"]) for r in got}
+    want = {("norm", "taylor", "1", "32"): ("289", "2", "0.500000", "false"),  # seeds 1, 2: (0.4 + 0.6) / 2
+            ("norm", "taylor", "2", "32"): ("2601", "2", "0.500000", "false"),  # seed 2 diverged: 0
+            ("norm", "taylor", "1", "64"): ("1089", "1", "0.900000", "true"),   # the selection seed alone
+            ("softmax", "exp", "0", "32"): ("4096", "1", "1.000000", "true")}
+    check(cells == want, f"state_ladder.csv: points by hand (got {cells})")
+
+
 def check_error(script, folder, needle, what, env=None):
     res = run(script, folder, "--out", os.path.join(folder, "plots"), env=env)
     lines = res.stderr.strip().splitlines()
@@ -268,6 +303,7 @@ def main():
             check_text_axes(drawn_figures)
     check_no_chosen(script, data, work)
     check_length(source, work)
+    check_state_ladder(source, work)
 
     empty = os.path.join(work, "empty")
     os.makedirs(empty)
