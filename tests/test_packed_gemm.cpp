@@ -16,9 +16,11 @@
 #include "attnlab/ops/packed_gemm.hpp"
 #include "attnlab/ops/small_gemm.hpp"
 #include "attnlab/util/rng.hpp"
+#include "support/isa_versions.hpp"
 #include "support/model_check.hpp"
 
 using namespace attnlab;
+using attnlab::test::for_each_version;
 
 namespace {
 
@@ -62,16 +64,6 @@ long mismatches_of(const packed_case& pc, double tol) {
             wrong += !(std::abs(C[static_cast<size_t>(i) * pc.N + j] - ref) <= tol * (1 + scale));
         }
     return wrong;
-}
-
-template <class F>
-void for_each_version(F body) {
-    for (int bytes : {64, 32, 16}) {
-        if (use_vector_bytes(bytes) != bytes) continue;  // not on this CPU
-        INFO("version with vectors of " << bytes << " bytes");
-        body();
-    }
-    use_vector_bytes(0);
 }
 
 }  // namespace

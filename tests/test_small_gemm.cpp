@@ -15,8 +15,10 @@
 
 #include "attnlab/ops/small_gemm.hpp"
 #include "attnlab/util/rng.hpp"
+#include "support/isa_versions.hpp"
 
 using namespace attnlab;
+using attnlab::test::for_each_version;
 
 namespace {
 
@@ -76,18 +78,6 @@ void check_case(const product_case& pc, double tol) {
               << pc.trans_a);
     CHECK(mismatches == 0);
     CHECK(written_outside == 0);
-}
-
-// Runs `body` once per version of small_gemm this CPU has (vectors of 64,
-// 32 and 16 bytes), then restores the widest.
-template <class F>
-void for_each_version(F body) {
-    for (int bytes : {64, 32, 16}) {
-        if (use_vector_bytes(bytes) != bytes) continue;  // not on this CPU
-        INFO("version with vectors of " << bytes << " bytes");
-        body();
-    }
-    use_vector_bytes(0);
 }
 
 }  // namespace
