@@ -10,8 +10,8 @@ per width joins the Taylor orders 1-4, its points labelled by order; power 2
 size of its key-value cache (2 x T x head dimension floats), the ceiling.
 Dots are seeds, the curve joins their means. The seeds drawn are those no
 learning rate was chosen on (every seed but those listed with --select-on,
-default 0); a width with none of them draws the selection seed, and the
-title says so.
+default 0); a point with none of them draws the selection seed as a hollow
+marker, and the title says so.
 
 Also writes STEM.csv: one row per point (denominator, numerator, order,
 width, state floats, seeds, mean accuracy, each seed's accuracy).
@@ -25,6 +25,7 @@ import csv
 import io
 import os
 import sys
+import textwrap
 from collections import defaultdict
 
 import plot_style
@@ -78,10 +79,18 @@ def points_csv(points):
     return out.getvalue()
 
 
+def point_marker(ax, p, x, mean, shape, colour, size):
+    """The mean of a point: filled, or hollow where only the selection seed stands behind it."""
+    ax.plot([x], [mean], shape, color=colour, markersize=size, linestyle="none",
+            markerfacecolor="none" if p["selection_only"] else colour,
+            markeredgecolor=colour if p["selection_only"] or shape != "*" else BLACK,
+            markeredgewidth=1.0 if p["selection_only"] else 0.5)
+
+
 def draw(plt, points, stem):
     widths = sorted({k[3] for k in points})
     colour = {w: COLOURS[i % len(COLOURS)] for i, w in enumerate(widths)}
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.6), sharey=True)
     for ax, (den, words) in zip(axes, DENOMINATORS):
         for w in widths:
             ladder = sorted((k for k in points if k[0] == den and k[1] == "taylor" and k[3] == w), key=lambda k: k[2])
@@ -90,6 +99,8 @@ def draw(plt, points, stem):
                 means = [sum(points[k]["acc"].values()) / len(points[k]["acc"]) for k in ladder]
                 ax.plot(xs, means, "-", color=colour[w], label=f"taylor 1-4, d_model {w}")
                 for k, x, m in zip(ladder, xs, means):
+                    if points[k]["selection_only"]:
+                        point_marker(ax, points[k], x, m, "o", colour[w], 5)
                     ax.annotate(str(k[2]), (x, m), textcoords="offset points", xytext=(4, 4), fontsize=8,
                                 color=colour[w])
             for k in points:
@@ -101,25 +112,30 @@ def draw(plt, points, stem):
                 mean = sum(p["acc"].values()) / len(p["acc"])
                 if k[1] in ("power", "elu1"):
                     label = "p2" if k[1] == "power" else "elu1"
-                    ax.plot([p["state"]], [mean], "s", color=colour[w], markersize=5, linestyle="none")
+                    point_marker(ax, p, p["state"], mean, "s", colour[w], 5)
                     ax.annotate(label, (p["state"], mean), textcoords="offset points", xytext=(4, -10), fontsize=8,
                                 color=colour[w])
-                elif k[1] == "exp":
-                    ax.plot([p["state"]], [mean], "*", color=colour[w], markersize=10, markeredgecolor=BLACK,
-                            markeredgewidth=0.5, linestyle="none")
-                    ax.annotate("exp", (p["state"], mean), textcoords="offset points", xytext=(4, -10), fontsize=8,
-                                color=colour[w])
+                elif k[1] == "exp":  # named once, in the legend: the four stars sit side by side at 1.0
+                    point_marker(ax, p, p["state"], mean, "*", colour[w], 10)
         ax.set_xscale("log")
         ax.set_xlabel("recurrent state per head (floats; exp: its key-value cache)")
         ax.set_title(f"with {words}")
-        ax.set_ylim(-0.03, 1.03)
+        ax.set_ylim(-0.03, 1.06)
     axes[0].set_ylabel("final test token accuracy")
     axes[0].legend(loc="lower right", fontsize=8)
-    selection_only = sorted({k[3] for k, p in points.items() if p["selection_only"]})
-    note = ("" if not selection_only else
-            f"; d_model {', '.join(map(str, selection_only))}: the seed the rate was chosen on only")
+    if any(k[1] == "exp" for k in points):
+        star = plt.Line2D([], [], marker="*", color="grey", markeredgecolor=BLACK, markeredgewidth=0.5,
+                          markersize=10, linestyle="none", label="exp: its cache, 2 x T x head floats")
+        square = plt.Line2D([], [], marker="s", color="grey", markersize=5, linestyle="none",
+                            label="p2 = power 2, elu1 (colour: d_model)")
+        axes[1].legend(handles=[star, square], loc="center right", fontsize=8)
+    hollow = sorted(f"{k[1]}{f' {k[2]}' if k[2] else ''}/{k[0]} at {k[3]}"
+                    for k, p in points.items() if p["selection_only"])
+    note = "" if not hollow else "\n" + textwrap.fill(
+        f"hollow: the seed the rate was chosen on only ({', '.join(hollow)})", 150)
     fig.suptitle("Multi-query recall against recurrent state size (dots: seeds; lines: their means; labels: "
-                 f"Taylor orders){chr(10) + note[2:] if note else ''}", fontsize=10)
+                 f"Taylor orders){note}", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.035 * (1 + note.count("\n"))))
     return plot_style.save(fig, stem)
 
 
