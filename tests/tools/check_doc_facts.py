@@ -11,6 +11,9 @@
    such as docs/model.md or model/transformer.hpp) must exist, from the
    repository's root, lib/include/attnlab/, lib/src/ or the doc's folder;
    GENERATED lists the paths that only a run or a script creates.
+3. The version: python/pyproject.toml's `version` must be project()'s
+   VERSION in CMakeLists.txt (the package and the program are released
+   together; nothing else ties the two numbers).
 
 Usage: check_doc_facts.py
 Exits 1 naming the file and line of each disagreement.
@@ -123,19 +126,35 @@ def check_paths():
     return problems, len(docs)
 
 
+def check_version():
+    """[problem] when the Python package's version is not the CMake project's."""
+    cmake = open(os.path.join(REPO, "CMakeLists.txt"), encoding="utf-8").read()
+    toml = open(os.path.join(REPO, "python", "pyproject.toml"), encoding="utf-8").read()
+    m_cmake = re.search(r"^project\(attnlab\s+VERSION\s+([\w.]+)", cmake, re.M)
+    m_toml = re.search(r'^version\s*=\s*"([^"]+)"', toml, re.M)
+    if not m_cmake or not m_toml:
+        return ["CMakeLists.txt or python/pyproject.toml: no version found (project(attnlab VERSION x), version = \"x\")"]
+    if m_cmake.group(1) != m_toml.group(1):
+        line = toml[: m_toml.start()].count("\n") + 1
+        return [f"python/pyproject.toml:{line}: version {m_toml.group(1)}, but CMakeLists.txt's project() says "
+                f"{m_cmake.group(1)}"]
+    return []
+
+
 def main():
     if len(sys.argv) > 1:
         print(__doc__)
         return 2
     problems = check_variant_lists()
     path_problems, docs = check_paths()
-    problems += path_problems
+    problems += path_problems + check_version()
     for p in problems:
         print(f"doc facts: {p}")
     if problems:
         print(f"doc facts: FAILED: {len(problems)} problem(s)")
         return 1
-    print(f"doc facts: every restated variant list is the variant table's, every path named in {docs} docs exists")
+    print(f"doc facts: every restated variant list is the variant table's, every path named in {docs} docs exists, "
+          "the package's version is the program's")
     return 0
 
 
