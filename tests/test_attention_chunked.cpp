@@ -473,13 +473,15 @@ void check_same_runs(const layer_run<T>& got, const layer_run<T>& want, double b
 // The tiled (or fused) path against the kept weights, in double: outputs
 // and every gradient to 1e-9 (relative to the largest), at lengths below
 // one tile, one row block, several tiles and not a multiple of either. The
-// fused path must have run (forward and backward, every pair).
+// fused path must have run (forward and backward, every pair). reference:
+// kept, or rows, the kept weights' bits recomputed by row blocks (the same
+// products: the test above) without a cache of T x T to fill.
 void check_path_as_kept(const attention_config& a, const chunk_layer_inputs& x,
-                        quadratic_path path = quadratic_path::tiled) {
+                        quadratic_path path = quadratic_path::tiled, quadratic_path reference = quadratic_path::kept) {
     layer_run<double> want, got;
     {
-        const forced_quadratic_path kept(quadratic_path::kept);
-        REQUIRE(keeps_weights(a, x.B, x.T, x.NH, x.HS));
+        const forced_quadratic_path kept(reference);
+        REQUIRE(keeps_weights(a, x.B, x.T, x.NH, x.HS) == (reference == quadratic_path::kept));
         want = run_layer<double>(a, x);
     }
     INFO(describe(a) << ", T " << x.T << ", HS " << x.HS << (path == quadratic_path::fused ? ", fused" : ", tiled"));
@@ -612,8 +614,9 @@ TEST_CASE("quadratic form: the fused path serves exp with a scale-invariant deno
     CHECK(attention_scratch_size_of(a, 1024, 32).panels == std::size_t(1024) * 32);
     CHECK(attention_scratch_size_of(a, 1030, 16).panels == std::size_t(1056) * 16);
     CHECK(attention_scratch_size_of(a, 1024, 8).panels == 0);
-    CHECK(attention_scratch_size_of(variant_config(numerator_kind::taylor, denominator_kind::softmax), 1024, 32)
-              .panels == 0);
+    CHECK(
+        attention_scratch_size_of(variant_config(numerator_kind::taylor, denominator_kind::softmax), 1024, 32).panels ==
+        0);
     // The cache: the same row max as the tiled path's, nothing of T x T.
     const forced_quadratic_path fused(quadratic_path::fused);
     CHECK_FALSE(keeps_weights(a, 1, 16, 1, 16));
@@ -626,8 +629,9 @@ TEST_CASE("quadratic form: the fused path = the kept weights to 1e-9 in double, 
           "[attention][fused]") {
     for (const attention_config& a : fused_variants()) {
         for (int HS : {16, 32}) {
-            for (int T : {1, 7, 64, 200}) check_path_as_kept(a, fused_inputs(a, 2, T, 2, HS, 23), quadratic_path::fused);
-            check_path_as_kept(a, fused_inputs(a, 1, 1030, 1, HS, 29), quadratic_path::fused);
+            for (int T : {1, 7, 64, 200})
+                check_path_as_kept(a, fused_inputs(a, 2, T, 2, HS, 23), quadratic_path::fused);
+            check_path_as_kept(a, fused_inputs(a, 1, 1030, 1, HS, 29), quadratic_path::fused, quadratic_path::rows);
         }
         check_path_as_kept(a, fused_inputs(a, 1, 150, 2, 64, 37), quadratic_path::fused);
     }
@@ -648,10 +652,10 @@ TEST_CASE("quadratic form: the fused path = the tiled path in float in every vec
     clamped.clamp = 0.3;
     attention_config detached = variant_config(numerator_kind::exp, denominator_kind::softmax);
     detached.detach_denominator = true;
-    const std::vector<attention_config> cases = {variant_config(numerator_kind::exp, denominator_kind::softmax),
-                                                 gated(variant_config(numerator_kind::exp, denominator_kind::layernorm)),
-                                                 gated(variant_config(numerator_kind::exp, denominator_kind::rmsnorm)),
-                                                 clamped, detached};
+    const std::vector<attention_config> cases = {
+        variant_config(numerator_kind::exp, denominator_kind::softmax),
+        gated(variant_config(numerator_kind::exp, denominator_kind::layernorm)),
+        gated(variant_config(numerator_kind::exp, denominator_kind::rmsnorm)), clamped, detached};
     for_each_version([&] {
         for (const attention_config& a : cases)
             for (int HS : {16, 32, 64}) {

@@ -379,8 +379,8 @@ void attention_layer<T>::numerator_fused(T* u, T* z, attention_scratch<T>& scrat
     out.z = needs_weight_sum_ ? z : nullptr;
     out.row_max = row_max;
     out.argmax = row_max + T_cap;
-    fused_exp::forward(
-        fused_operands(scratch, q, k, scratch.Vg.data(), HS_, C, HS_, Tn, scale_, clamp_on_, clamp_), out);
+    fused_exp::forward(fused_operands(scratch, q, k, scratch.Vg.data(), HS_, C, HS_, Tn, scale_, clamp_on_, clamp_),
+                       out);
 }
 
 template <class T>
@@ -575,7 +575,7 @@ void attention_layer<T>::numerator_backward_fused(T* dq, T* dk, attention_scratc
                                                   int T_cap, const T* q, const T* k, const T* vg, int ld_vg,
                                                   int Tn) const {
     const int C = NH_ * HS_;
-    fused_exp::pack_panels(scratch.Kp.data(), k, C, Tn, HS_);      // (Tn / 32, HS, 32)
+    fused_exp::pack_panels(scratch.Kp.data(), k, C, Tn, HS_);       // (Tn / 32, HS, 32)
     fused_exp::pack_panels(scratch.Vp.data(), vg, ld_vg, Tn, HS_);  // (Tn / 32, HS, 32)
     fused_exp::backward_inputs<T> in;
     in.v_panels = scratch.Vp.data();
@@ -646,8 +646,9 @@ void attention_layer<T>::backward_heads(const attention_grads<T>& grads, const T
         else if (chunked)
             Vg = V;
         const quadratic_path path = chunked || kept_w ? quadratic_path::kept : unkept_path();
-        const bool fused = path == quadratic_path::fused;  // reads K and V' in panels
-        if (!fused && (chunked || !kept_w)) keys_transposed(scratch, in.k + off, fk, Tn);  // kept weights need no K^T
+        // The fused path reads K and V' in panels; kept weights need no K^T.
+        const bool fused = path == quadratic_path::fused;
+        if (!fused && (chunked || !kept_w)) keys_transposed(scratch, in.k + off, fk, Tn);
         if (!fused)
             transpose_into(scratch.Vgt.data(), copy_vg ? Vg.data() : in.v + off, Tn, HS, copy_vg ? HS : C);  // (HS, T)
         dVg.setZero();

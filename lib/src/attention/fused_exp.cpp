@@ -23,8 +23,10 @@ namespace {
 
 std::atomic<long> kernel_runs{0};
 
-// Query rows that pass the keys together: their scores (4, 32) are 8
-// AVX-512 registers of floats, their u (4, HS) at most 16.
+// Query rows that pass the keys together (a group): their scores (8, 32)
+// are 16 AVX-512 registers of floats, their u (8, HS) 16 at a time. (4 rows
+// measured slower at head sizes 16 and 32: fewer accumulators hide less of
+// the multiply-add's latency.)
 constexpr int group_rows = 8;
 // Accumulators a product keeps in registers: 16 of AVX-512's 32, 8 of the others' 16.
 template <int VB>
@@ -106,7 +108,7 @@ template <class T, int VB>
     }
 }
 
-// S (4, 32) = scale X P, X the rows x[0..4) (HS each), P a panel (HS, 32);
+// S (8, 32) = scale X P, X the rows x[0..8) (HS each), P a panel (HS, 32);
 // then min(S, clamp) with the clamp on. The forward and the backward
 // compute scores with this one function: the same bits.
 template <class T, int VB, int HS>
@@ -209,23 +211,23 @@ template <class T, int VB, int HS>
 }
 
 // Query rows whose state (u, max, sum) stays in L1 while a panel of keys
-// and their values pass: each panel is read once per 32 rows, not per 4.
+// and their values pass: each panel is read once per 32 rows, not per 8.
 constexpr int forward_rows = 32;
 static_assert(forward_rows % group_rows == 0);
 
 // Query rows [t0, t0 + 32) (fewer at the end) against every key they see,
-// a panel at a time, 4 rows at a time (a group's missing rows at the end
+// a panel at a time, 8 rows at a time (a group's missing rows at the end
 // are copies of the last row, their results dropped).
 template <class T, int VB, int HS>
 [[gnu::always_inline]] inline void forward_block(const head_operands<T>& h, const forward_outputs<T>& o, int t0) {
     const int rows = std::min(forward_rows, h.Tn - t0), last = t0 + rows - 1;
-    alignas(64) T S[group_rows * panel_keys];  // (4, 32) a group's scores, then weights
+    alignas(64) T S[group_rows * panel_keys];  // (8, 32) a group's scores, then weights
     alignas(64) T U[forward_rows * HS] = {};   // (32, HS) sum_j w_tj v'_j
     row_state<T, VB> st[forward_rows];
     for (int p0 = 0; p0 <= last; p0 += panel_keys) {
         const int first = std::max(0, p0 - t0) / group_rows * group_rows;  // rows before it see no key of the panel
         for (int r0 = first; r0 < rows; r0 += group_rows) {
-            const T* q[group_rows];  // (4) rows of HS
+            const T* q[group_rows];  // (8) rows of HS
             int t[group_rows];
             for (int r = 0; r < group_rows; ++r) {
                 t[r] = std::min(t0 + r0 + r, last);
@@ -279,7 +281,7 @@ template <class T, int VB>
 
 // Query rows [t0, t0 + 64) (fewer at the end) against every key they see,
 // a panel at a time: the rows' w and ds (64, 32) for the panel, dq of each
-// group of 4 rows as soon as its ds is known, then dk and dv' of the panel's keys.
+// group of 8 rows as soon as its ds is known, then dk and dv' of the panel's keys.
 template <class T, int VB, int HS>
 [[gnu::always_inline]] inline void backward_block(const head_operands<T>& h, const backward_inputs<T>& in,
                                                   const backward_outputs<T>& o, int t0) {
@@ -292,23 +294,23 @@ template <class T, int VB, int HS>
         const int keys = std::min(panel_keys, last + 1 - p0);
         const int first = std::max(0, p0 - t0) / group_rows * group_rows;  // rows before it see no key of the panel
         for (int r0 = first; r0 < rows; r0 += group_rows) {
-            const T* q[group_rows];   // (4) rows of HS
-            const T* du[group_rows];  // (4) rows of HS
+            const T* q[group_rows];   // (8) rows of HS
+            const T* du[group_rows];  // (8) rows of HS
             int t[group_rows];
             for (int r = 0; r < group_rows; ++r) {
                 t[r] = std::min(t0 + r0 + r, last);
                 q[r] = h.q + t[r] * ld;
                 du[r] = in.du + static_cast<long>(t[r]) * HS;
             }
-            T* w = W + r0 * panel_keys;  // (4, 32)
+            T* w = W + r0 * panel_keys;  // (8, 32)
             T* ds = dS + r0 * panel_keys;
             panel_product<T, VB, HS>(w, q, h.k_panels + static_cast<long>(p0) * HS, h.scale, h.clamp_on, h.clamp);
             panel_product<T, VB, HS>(ds, du, in.v_panels + static_cast<long>(p0) * HS, T(1), false, T(0));
             const int group = std::min(group_rows, rows - r0);  // the rest: copies of the last row, not summed
             for (int r = 0; r < group; ++r) {
                 const T dz = in.dz ? in.dz[t[r]] : T(0);
-                through[r0 + r] += weigh_row_backward<T, VB>(w + r * panel_keys, ds + r * panel_keys,
-                                                             in.row_max[t[r]], dz, t[r] + 1 - p0, h.clamp_on, h.clamp);
+                through[r0 + r] += weigh_row_backward<T, VB>(w + r * panel_keys, ds + r * panel_keys, in.row_max[t[r]],
+                                                             dz, t[r] + 1 - p0, h.clamp_on, h.clamp);
             }
             // dq (group, HS) += scale ds (group, keys) K (keys, HS)
             add_rows_product<T, VB, HS, false>(o.dq + (t0 + r0) * ld, ld, group, ds, h.k + p0 * ld, ld, keys, h.scale);
@@ -378,8 +380,7 @@ ATTNLAB_VERSIONS(fused_backward_float, (backward_at<float, bytes>),
                  (const head_operands<float>& h, const backward_inputs<float>& in, const backward_outputs<float>& o),
                  (h, in, o))
 ATTNLAB_VERSIONS(fused_backward_double, (backward_at<double, bytes>),
-                 (const head_operands<double>& h, const backward_inputs<double>& in,
-                  const backward_outputs<double>& o),
+                 (const head_operands<double>& h, const backward_inputs<double>& in, const backward_outputs<double>& o),
                  (h, in, o))
 
 template <class T>

@@ -2,8 +2,8 @@
 // for exp with a scale-invariant denominator: w_tj = exp(s_tj - m_t), m_t the
 // row's max, s_tj = min(q_t.k_j / sqrt(HS), clamp), j <= t. Nothing of size
 // T x T is kept or written, not even a row block of it:
-// - forward: 4 query rows at a time keep their scores, online max, weight
-//   sum and numerator u (4, HS) in registers and L1 while the keys pass 32
+// - forward: 8 query rows at a time keep their scores, online max, weight
+//   sum and numerator u (8, HS) in registers and L1 while the keys pass 32
 //   at a time, packed in (HS, 32) panels (K^T with a row stride of a power of
 //   two put a tile's rows in the same L1 cache sets). It leaves u_t, z_t,
 //   the final m_t and the first key holding it (the backward's argmax: a

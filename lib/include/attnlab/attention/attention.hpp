@@ -20,8 +20,8 @@
 // the gradient (variants.cpp's exp_kernel). Signed kernels (polynomials) and
 // feature maps have no max to subtract: their tiles just add up.
 // exp with a scale-invariant denominator at head sizes 16, 32 and 64 takes
-// the fused path instead (quadratic_path::fused, attention/fused_exp.hpp):
-// scores, weights and their gradients never leave registers and L1 (4 query
+// the fused path instead (quadratic_path::fused, lib/src/attention/fused_exp.hpp):
+// scores, weights and their gradients never leave registers and L1 (8 query
 // rows against 32 keys at a time), the backward in FlashAttention-2's order;
 // the cache keeps the same row max, with the argmax itself beside it.
 // A variant with a finite state can instead run in the chunked form
@@ -139,10 +139,10 @@ struct attention_cache {
 // (then also at every longer T: its cost grows linearly, the quadratic's
 // quadratically).
 struct attention_scratch_size {
-    std::size_t block = 0;  // S, W, dW each: (block_rows, T_cap), or (Cn, Cn) when larger
-    std::size_t head = 0;   // Vg, dU, dVg, dFq, dFk, Kt, Vgt each: (T_cap, HS), whatever the variant
-    std::size_t dz = 0;     // (T_cap)
-    std::size_t row = 0;    // (HS)
+    std::size_t block = 0;   // S, W, dW each: (block_rows, T_cap), or (Cn, Cn) when larger
+    std::size_t head = 0;    // Vg, dU, dVg, dFq, dFk, Kt, Vgt each: (T_cap, HS), whatever the variant
+    std::size_t dz = 0;      // (T_cap)
+    std::size_t row = 0;     // (HS)
     std::size_t panels = 0;  // Kp, Vp each: (ceil(T_cap / 32), HS, 32) where fused_path_serves, else 0
     // chunked form, Cn = min(chunk, T_cap), F = chunked_feature_size:
     std::size_t chunk_features = 0;  // Pq, Pk, dP each: (Cn, F)
