@@ -14,6 +14,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "attnlab/ops/small_gemm.hpp"
+
 #include "../ops/exp_lanes.hpp"
 #include "../ops/target_clones.hpp"
 
@@ -383,14 +385,21 @@ ATTNLAB_VERSIONS(fused_backward_double, (backward_at<double, bytes>),
                  (const head_operands<double>& h, const backward_inputs<double>& in, const backward_outputs<double>& o),
                  (h, in, o))
 
+// A whole panel is the transpose of its 32 rows (small_gemm.hpp's
+// transpose_into, in 8 x 8 vector tiles); the last, partial one is padded
+// with keys of 0.
 template <class T>
 void pack_panels_of(T* panels, const T* x, int ld, int Tn, int HS) {
     for (int p0 = 0; p0 < Tn; p0 += panel_keys) {
         T* panel = panels + static_cast<long>(p0) * HS;  // (HS, 32)
-        for (int j = 0; j < panel_keys; ++j) {
-            const int t = p0 + j;
-            for (int i = 0; i < HS; ++i) panel[i * panel_keys + j] = t < Tn ? x[static_cast<long>(t) * ld + i] : T(0);
+        const T* rows = x + static_cast<long>(p0) * ld;  // (32, HS), rows ld apart
+        if (p0 + panel_keys <= Tn) {
+            transpose_into(panel, rows, panel_keys, HS, ld);
+            continue;
         }
+        for (int i = 0; i < HS; ++i)
+            for (int j = 0; j < panel_keys; ++j)
+                panel[i * panel_keys + j] = p0 + j < Tn ? rows[static_cast<long>(j) * ld + i] : T(0);
     }
 }
 
