@@ -625,15 +625,39 @@ TEST_CASE("quadratic form: the fused path serves exp with a scale-invariant deno
     CHECK(n.row_max == std::size_t(4) * 2 * 2 * 1024);
 }
 
-TEST_CASE("quadratic form: the fused path = the kept weights to 1e-9 in double, T 1, 7, 64, 200, 1030",
+TEST_CASE("quadratic form: the fused path = the kept weights to 1e-9 in double, T 1, 7, 64, 200, head sizes 16, 32, 64",
           "[attention][fused]") {
     for (const attention_config& a : fused_variants()) {
-        for (int HS : {16, 32}) {
+        for (int HS : {16, 32})
             for (int T : {1, 7, 64, 200})
                 check_path_as_kept(a, fused_inputs(a, 2, T, 2, HS, 23), quadratic_path::fused);
-            check_path_as_kept(a, fused_inputs(a, 1, 1030, 1, HS, 29), quadratic_path::fused, quadratic_path::rows);
-        }
         check_path_as_kept(a, fused_inputs(a, 1, 150, 2, 64, 37), quadratic_path::fused);
+    }
+}
+
+// Many panels and backward blocks, a partial one of each: the same code as
+// above at a larger size ([heavy]: 2 s of the unit suite).
+TEST_CASE("quadratic form: the fused path = the kept weights at T 1030, head sizes 16 and 32",
+          "[attention][fused][heavy]") {
+    for (const attention_config& a : fused_variants())
+        for (int HS : {16, 32})
+            check_path_as_kept(a, fused_inputs(a, 1, 1030, 1, HS, 29), quadratic_path::fused, quadratic_path::rows);
+}
+
+TEST_CASE("quadratic form: the automatic path is fused without kept weights from T 128 on, tiled below",
+          "[attention][fused]") {
+    const attention_config a = variant_config(numerator_kind::exp, denominator_kind::softmax);
+    // (B, T): kept weights (2^18 at most), long rows not kept, short rows not kept (a large batch).
+    const struct {
+        int B, T;
+        long fused_runs;
+    } cases[] = {{1, 128, 0}, {1, 600, 2}, {40, 100, 0}, {20, fused_from_length, 40}};
+    for (const auto& c : cases) {
+        INFO("B " << c.B << ", T " << c.T);
+        CHECK(keeps_weights(a, c.B, c.T, 1, 16) == (c.T * c.T * c.B <= (1 << 18)));
+        const long runs = fused_attention_runs();
+        run_layer<float>(a, fused_inputs(a, c.B, c.T, 1, 16, 47));
+        CHECK(fused_attention_runs() - runs == c.fused_runs);
     }
 }
 

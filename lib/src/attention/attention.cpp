@@ -339,11 +339,12 @@ void attention_layer<T>::numerator_tiled(T* u, T* z, attention_scratch<T>& scrat
 }
 
 template <class T>
-quadratic_path attention_layer<T>::unkept_path() const {
+quadratic_path attention_layer<T>::unkept_path(int Tn) const {
     switch (forced_path.load()) {
         case quadratic_path::rows: return quadratic_path::rows;
         case quadratic_path::tiled: return quadratic_path::tiled;
-        default: return fused_ ? quadratic_path::fused : quadratic_path::tiled;
+        case quadratic_path::fused: return fused_ ? quadratic_path::fused : quadratic_path::tiled;
+        default: return fused_ && Tn >= fused_from_length ? quadratic_path::fused : quadratic_path::tiled;
     }
 }
 
@@ -419,7 +420,7 @@ void attention_layer<T>::forward_heads(T* out, attention_cache<T>& cache, const 
             Vg = V;
 
         T* kept_w = kept_pair(cache.kept_weights, cache, bh);
-        const quadratic_path path = chunked || kept_w ? quadratic_path::kept : unkept_path();
+        const quadratic_path path = chunked || kept_w ? quadratic_path::kept : unkept_path(Tn);
         if (path != quadratic_path::fused) keys_transposed(scratch, in.k + off, fk, Tn);  // fused: in panels
 
         if (chunked)
@@ -645,7 +646,7 @@ void attention_layer<T>::backward_heads(const attention_grads<T>& grads, const T
             for (int t = 0; t < Tn; ++t) Vg.row(t) = V.row(t) * in.in_gate[gate_off + static_cast<long>(t) * NH];
         else if (chunked)
             Vg = V;
-        const quadratic_path path = chunked || kept_w ? quadratic_path::kept : unkept_path();
+        const quadratic_path path = chunked || kept_w ? quadratic_path::kept : unkept_path(Tn);
         // The fused path reads K and V' in panels; kept weights need no K^T.
         const bool fused = path == quadratic_path::fused;
         if (!fused && (chunked || !kept_w)) keys_transposed(scratch, in.k + off, fk, Tn);

@@ -89,7 +89,8 @@ bool keeps_weights(const attention_config& cfg, int B, int T_cap, int NH, int HS
 // every key at once (the path before tiling: only when forced), tiled
 // over the keys (nothing of T x T anywhere; automatic, without kept weights),
 // or fused (nothing of T x T, nor of a row block, in memory: automatic
-// without kept weights where fused_path_serves, the tiled path elsewhere).
+// without kept weights where fused_path_serves from T fused_from_length on,
+// the tiled path elsewhere).
 // ATTNLAB_QUADRATIC_PATH=kept|rows|tiled|fused sets the start's.
 enum class quadratic_path { automatic, kept, rows, tiled, fused };
 // For tests and benchmarks: every quadratic-form attention of this process
@@ -102,6 +103,12 @@ bool quadratic_tiles();
 // Whether the fused path computes this variant at head size HS: exp with a
 // scale-invariant denominator (clamped, gated, detached or not), HS 16, 32 or 64.
 bool fused_path_serves(const attention_config& cfg, int HS);
+// The shortest sequence the automatic rule gives the fused path (where it
+// serves and the weights are not kept): from T 128 on it measured faster than
+// the tiled path at every head size it serves (0.71x to 0.99x of its
+// attention time), below it slower at head size 64 (up to 1.28x; short rows
+// spend more of their time on the diagonal's partial panels).
+constexpr int fused_from_length = 128;
 // (Batch, head) pairs the fused kernels have computed so far in this
 // process, forward and backward each counting (tests: which path ran).
 long fused_attention_runs();
@@ -256,8 +263,8 @@ private:
                          int Tn) const;
     void numerator_backward_fused(T* dq, T* dk, attention_scratch<T>& scratch, const T* row_max, int T_cap, const T* q,
                                   const T* k, const T* vg, int ld_vg, int Tn) const;
-    // The path of a pair of the quadratic form whose weights the cache does not keep.
-    quadratic_path unkept_path() const;
+    // The path of a pair of the quadratic form whose weights the cache does not keep, at Tn.
+    quadratic_path unkept_path(int Tn) const;
     // One head's u (T, HS) and z (T) (z only when the denominator reads it)
     // from its q, k (row stride C), features Fq, Fk (feature maps) and
     // Vg = g_in V (T, HS): the quadratic and the chunked form. kept_s,
