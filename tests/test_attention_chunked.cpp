@@ -26,6 +26,7 @@
 #include "attnlab/train/trainer.hpp"
 #include "attnlab/util/error.hpp"
 #include "support/attention_check.hpp"
+#include "support/isa_versions.hpp"
 #include "support/spec_errors.hpp"
 #include "support/tiny_config.hpp"
 #include "support/variant_cases.hpp"
@@ -454,30 +455,47 @@ TEST_CASE("bench --seq-lens: the crossover length interpolates where chunked mee
 
 namespace {
 
-// The tiled path against the kept weights, in double: outputs and every
-// gradient to 1e-9 (relative to the largest), at lengths below one tile,
-// one row block, several tiles and not a multiple of either.
-void check_tiled_as_kept(const attention_config& a, const chunk_layer_inputs& x) {
+// Outputs and every gradient of two runs to `bound` (relative to the largest).
+template <class T>
+void check_same_runs(const layer_run<T>& got, const layer_run<T>& want, double bound) {
+    auto diff = [](const std::vector<T>& a, const std::vector<T>& b) {
+        return max_difference(vec(a.begin(), a.end()), vec(b.begin(), b.end()));
+    };
+    CHECK(diff(got.out, want.out) <= bound);
+    CHECK(diff(got.dq, want.dq) <= bound);
+    CHECK(diff(got.dk, want.dk) <= bound);
+    CHECK(diff(got.dv, want.dv) <= bound);
+    CHECK(diff(got.din, want.din) <= bound);
+    CHECK(diff(got.dout_gate, want.dout_gate) <= bound);
+    CHECK(diff(got.dparams, want.dparams) <= bound);
+}
+
+// The tiled (or fused) path against the kept weights, in double: outputs
+// and every gradient to 1e-9 (relative to the largest), at lengths below
+// one tile, one row block, several tiles and not a multiple of either. The
+// fused path must have run (forward and backward, every pair). reference:
+// kept, or rows, the kept weights' bits recomputed by row blocks (the same
+// products: the test above) without a cache of T x T to fill.
+void check_path_as_kept(const attention_config& a, const chunk_layer_inputs& x,
+                        quadratic_path path = quadratic_path::tiled, quadratic_path reference = quadratic_path::kept) {
     layer_run<double> want, got;
     {
-        const forced_quadratic_path kept(quadratic_path::kept);
-        REQUIRE(keeps_weights(a, x.B, x.T, x.NH, x.HS));
+        const forced_quadratic_path kept(reference);
+        REQUIRE(keeps_weights(a, x.B, x.T, x.NH, x.HS) == (reference == quadratic_path::kept));
         want = run_layer<double>(a, x);
     }
+    INFO(describe(a) << ", T " << x.T << ", HS " << x.HS << (path == quadratic_path::fused ? ", fused" : ", tiled"));
     {
-        const forced_quadratic_path tiled(quadratic_path::tiled);
+        const forced_quadratic_path forced(path);
         REQUIRE_FALSE(keeps_weights(a, x.B, x.T, x.NH, x.HS));
+        const long runs = fused_attention_runs();
         got = run_layer<double>(a, x);
+        const bool fused = path == quadratic_path::fused && fused_path_serves(a, x.HS);  // else tiled
+        CHECK(fused_attention_runs() - runs == (fused ? 2L * x.B * x.NH : 0L));
     }
-    INFO(describe(a) << ", T " << x.T);
-    CHECK(max_difference(got.out, want.out) <= 1e-9);
-    CHECK(max_difference(got.dq, want.dq) <= 1e-9);
-    CHECK(max_difference(got.dk, want.dk) <= 1e-9);
-    CHECK(max_difference(got.dv, want.dv) <= 1e-9);
-    CHECK(max_difference(got.din, want.din) <= 1e-9);
-    CHECK(max_difference(got.dout_gate, want.dout_gate) <= 1e-9);
-    CHECK(max_difference(got.dparams, want.dparams) <= 1e-9);
+    check_same_runs(got, want, 1e-9);
 }
+void check_tiled_as_kept(const attention_config& a, const chunk_layer_inputs& x) { check_path_as_kept(a, x); }
 
 // Every variant the quadratic form serves (every numerator at orders 1 to 3
 // x every denominator), gated, and with a clamp or a detached denominator
@@ -562,4 +580,143 @@ TEST_CASE("quadratic form: the path by size; the tiled path keeps nothing of T x
     const forced_quadratic_path rows(quadratic_path::rows);
     CHECK_FALSE(quadratic_tiles());
     CHECK_FALSE(keeps_weights(a, 1, 16, 1, 16));
+}
+
+namespace {
+
+// The variants of quadratic_variants the fused path serves (at head size
+// 16): exp with each scale-invariant denominator, plain, gated, clamped, and
+// the detached softmax.
+std::vector<attention_config> fused_variants() {
+    std::vector<attention_config> cases;
+    for (const attention_config& a : quadratic_variants())
+        if (fused_path_serves(a, 16)) cases.push_back(a);
+    return cases;
+}
+
+chunk_layer_inputs fused_inputs(const attention_config& a, int B, int T, int NH, int HS, std::uint64_t seed) {
+    return random_inputs(B, T, NH, HS, traits_of(a.denominator).out_norm_params * HS, seed);
+}
+
+}  // namespace
+
+TEST_CASE("quadratic form: the fused path serves exp with a scale-invariant denominator at head sizes 16, 32, 64",
+          "[attention][fused]") {
+    const attention_config a = variant_config(numerator_kind::exp, denominator_kind::softmax);
+    for (int HS : {16, 32, 64}) CHECK(fused_path_serves(a, HS));
+    for (int HS : {3, 8, 48, 128}) CHECK_FALSE(fused_path_serves(a, HS));
+    CHECK_FALSE(fused_path_serves(variant_config(numerator_kind::exp, denominator_kind::length), 16));
+    CHECK_FALSE(fused_path_serves(variant_config(numerator_kind::taylor, denominator_kind::softmax), 16));
+    CHECK_FALSE(fused_path_serves(variant_config(numerator_kind::elu1, denominator_kind::norm), 16));
+    const std::vector<attention_config> cases = fused_variants();
+    CHECK(cases.size() == 13);  // 4 denominators x (plain, gated, clamped) and the detached softmax
+    // Its panels of K and V' (32 keys each) in the scratch, only where it serves.
+    CHECK(attention_scratch_size_of(a, 1024, 32).panels == std::size_t(1024) * 32);
+    CHECK(attention_scratch_size_of(a, 1030, 16).panels == std::size_t(1056) * 16);
+    CHECK(attention_scratch_size_of(a, 1024, 8).panels == 0);
+    CHECK(
+        attention_scratch_size_of(variant_config(numerator_kind::taylor, denominator_kind::softmax), 1024, 32).panels ==
+        0);
+    // The cache: the same row max as the tiled path's, nothing of T x T.
+    const forced_quadratic_path fused(quadratic_path::fused);
+    CHECK_FALSE(keeps_weights(a, 1, 16, 1, 16));
+    const attention_cache_size n = attention_cache_size_of(a, 4, 1024, 2, 32);
+    CHECK(n.weights == 0);
+    CHECK(n.row_max == std::size_t(4) * 2 * 2 * 1024);
+}
+
+TEST_CASE("quadratic form: the fused path = the kept weights to 1e-9 in double, T 1, 7, 64, 200, head sizes 16, 32, 64",
+          "[attention][fused]") {
+    for (const attention_config& a : fused_variants()) {
+        for (int HS : {16, 32})
+            for (int T : {1, 7, 64, 200})
+                check_path_as_kept(a, fused_inputs(a, 2, T, 2, HS, 23), quadratic_path::fused);
+        check_path_as_kept(a, fused_inputs(a, 1, 150, 2, 64, 37), quadratic_path::fused);
+    }
+}
+
+// Many panels and backward blocks, a partial one of each: the same code as
+// above at a larger size ([heavy]: 2 s of the unit suite).
+TEST_CASE("quadratic form: the fused path = the kept weights at T 1030, head sizes 16 and 32",
+          "[attention][fused][heavy]") {
+    for (const attention_config& a : fused_variants())
+        for (int HS : {16, 32})
+            check_path_as_kept(a, fused_inputs(a, 1, 1030, 1, HS, 29), quadratic_path::fused, quadratic_path::rows);
+}
+
+TEST_CASE("quadratic form: the automatic path is fused without kept weights from T 128 on, tiled below",
+          "[attention][fused]") {
+    const attention_config a = variant_config(numerator_kind::exp, denominator_kind::softmax);
+    // (B, T): kept weights (2^18 at most), long rows not kept, short rows not kept (a large batch).
+    const struct {
+        int B, T;
+        long fused_runs;
+    } cases[] = {{1, 128, 0}, {1, 600, 2}, {40, 100, 0}, {20, fused_from_length, 40}};
+    for (const auto& c : cases) {
+        INFO("B " << c.B << ", T " << c.T);
+        CHECK(keeps_weights(a, c.B, c.T, 1, 16) == (c.T * c.T * c.B <= (1 << 18)));
+        const long runs = fused_attention_runs();
+        run_layer<float>(a, fused_inputs(a, c.B, c.T, 1, 16, 47));
+        CHECK(fused_attention_runs() - runs == c.fused_runs);
+    }
+}
+
+TEST_CASE("quadratic form: the fused path forced where it does not serve takes the tiled path", "[attention][fused]") {
+    attention_config length = variant_config(numerator_kind::exp, denominator_kind::length);
+    for (const attention_config& a : {variant_config(numerator_kind::exp, denominator_kind::softmax), length,
+                                      variant_config(numerator_kind::taylor, denominator_kind::norm, 2)}) {
+        const int HS = a.denominator == denominator_kind::softmax ? 8 : 16;  // a head size it is not compiled for
+        check_path_as_kept(a, fused_inputs(a, 1, 70, 2, HS, 43), quadratic_path::fused);
+    }
+}
+
+TEST_CASE("quadratic form: the fused path = the tiled path in float in every vector version of this CPU",
+          "[attention][fused]") {
+    attention_config clamped = variant_config(numerator_kind::exp, denominator_kind::norm);
+    clamped.clamp = 0.3;
+    attention_config detached = variant_config(numerator_kind::exp, denominator_kind::softmax);
+    detached.detach_denominator = true;
+    const std::vector<attention_config> cases = {
+        variant_config(numerator_kind::exp, denominator_kind::softmax),
+        gated(variant_config(numerator_kind::exp, denominator_kind::layernorm)),
+        gated(variant_config(numerator_kind::exp, denominator_kind::rmsnorm)), clamped, detached};
+    for_each_version([&] {
+        for (const attention_config& a : cases)
+            for (int HS : {16, 32, 64}) {
+                INFO(describe(a) << ", HS " << HS);
+                const chunk_layer_inputs x = fused_inputs(a, 2, 301, 2, HS, 41);  // 64-row blocks, a partial one
+                layer_run<float> tiled, fused;
+                {
+                    const forced_quadratic_path path(quadratic_path::tiled);
+                    tiled = run_layer<float>(a, x);
+                }
+                {
+                    const forced_quadratic_path path(quadratic_path::fused);
+                    const long runs = fused_attention_runs();
+                    fused = run_layer<float>(a, x);
+                    CHECK(fused_attention_runs() - runs == 2L * x.B * x.NH);
+                }
+                check_same_runs(fused, tiled, 2e-5);
+            }
+    });
+}
+
+TEST_CASE("quadratic form: the fused path's online row max, where a later panel raises it", "[attention][fused]") {
+    // Scores that grow along the row, 0.2 a key: every panel of 32 keys holds
+    // a larger max, so u_t and z_t are rescaled panel after panel; exp of the
+    // largest overflows a float unless the max is subtracted.
+    const int T = 700, HS = 16;
+    for (denominator_kind d : all_denominators) {
+        if (!traits_of(d).scale_invariant) continue;
+        attention_config a = variant_config(numerator_kind::exp, d);
+        chunk_layer_inputs x = fused_inputs(a, 1, T, 1, HS, 31);
+        for (int t = 0; t < T; ++t) x.k[t * HS] = 0.4 * t;  // s_tj = 0.2 j + ... (scale 1/4)
+        for (int t = 0; t < T; ++t) x.q[t * HS] = 2.0;
+        check_path_as_kept(a, x, quadratic_path::fused);
+        const forced_quadratic_path fused(quadratic_path::fused);
+        const layer_run<float> f = run_layer<float>(a, x);
+        for (float o : f.out) REQUIRE(std::isfinite(o));
+        for (float g : f.dq) REQUIRE(std::isfinite(g));
+        for (float g : f.dk) REQUIRE(std::isfinite(g));
+    }
 }

@@ -24,12 +24,25 @@ struct forced_quadratic_path {
 inline void check_attention_layer_once(const attention_config& cfg, layer_dims dims);
 
 // The check in the path the layer picks by itself (the kept weights at
-// these sizes), then with the tiled path forced.
+// these sizes), then with the tiled path forced, then, for a variant the
+// fused path serves and short rows, the fused path at head size 16 (the
+// smallest it serves; its longer rows are checked against the kept weights
+// in test_attention_chunked.cpp).
 inline void check_attention_layer(const attention_config& cfg, layer_dims dims = {}) {
     check_attention_layer_once(cfg, dims);
-    INFO("tiled path");
-    const forced_quadratic_path tiled(quadratic_path::tiled);
-    check_attention_layer_once(cfg, dims);
+    {
+        INFO("tiled path");
+        const forced_quadratic_path tiled(quadratic_path::tiled);
+        check_attention_layer_once(cfg, dims);
+    }
+    layer_dims fused = dims;
+    fused.HS = 16;
+    if (dims.T > 8 || !fused_path_serves(cfg, fused.HS)) return;
+    INFO("fused path, HS 16");
+    const forced_quadratic_path path(quadratic_path::fused);
+    const long runs = fused_attention_runs();
+    check_attention_layer_once(cfg, fused);
+    CHECK(fused_attention_runs() > runs);
 }
 
 inline void check_attention_layer_once(const attention_config& cfg, layer_dims dims) {

@@ -24,6 +24,7 @@
 #include "attnlab/ops/small_gemm.hpp"
 #include "attnlab/ops/vector_math.hpp"
 #include "attnlab/util/shapes.hpp"
+#include "fused_exp.hpp"
 
 namespace attnlab {
 
@@ -46,14 +47,15 @@ T* row_max_pair(attention_cache<T>& cache, int bh) {
 }  // namespace
 
 namespace {
-// ATTNLAB_QUADRATIC_PATH=kept|rows|tiled forces a path from the start (for
-// timing one path against another with one binary); unset: automatic.
+// ATTNLAB_QUADRATIC_PATH=kept|rows|tiled|fused forces a path from the start
+// (for timing one path against another with one binary); unset: automatic.
 quadratic_path path_from_environment() {
     const char* v = std::getenv("ATTNLAB_QUADRATIC_PATH");
     const std::string s = v ? v : "";
     if (s == "kept") return quadratic_path::kept;
     if (s == "rows") return quadratic_path::rows;
     if (s == "tiled") return quadratic_path::tiled;
+    if (s == "fused") return quadratic_path::fused;
     return quadratic_path::automatic;
 }
 std::atomic<quadratic_path> forced_path{path_from_environment()};
@@ -63,13 +65,21 @@ quadratic_path force_quadratic_path(quadratic_path path) { return forced_path.ex
 
 bool quadratic_tiles() { return forced_path.load() != quadratic_path::rows; }
 
+bool fused_path_serves(const attention_config& cfg, int HS) {
+    return cfg.numerator == numerator_kind::exp && is_scale_invariant(cfg.denominator) &&
+           fused_exp::serves_head_size(HS);
+}
+
+long fused_attention_runs() { return fused_exp::runs(); }
+
 bool keeps_weights(const attention_config& cfg, int B, int T_cap, int NH, int HS) {
     const size_t pairs = static_cast<size_t>(B) * NH, tt = static_cast<size_t>(T_cap) * T_cap;
     if (choose_form(cfg, T_cap, HS) != parallel_form::quadratic) return false;
     switch (forced_path.load()) {
         case quadratic_path::kept: return true;
         case quadratic_path::rows:
-        case quadratic_path::tiled: return false;
+        case quadratic_path::tiled:
+        case quadratic_path::fused: return false;
         case quadratic_path::automatic: break;
     }
     return tt <= kept_weights_limit && pairs * tt <= kept_weights_limit;
@@ -87,7 +97,7 @@ attention_cache_size attention_cache_size_of(const attention_config& cfg, int B,
         n.weights = bh * T_cap * T_cap;
         if (traits_of(cfg.numerator).family != numerator_family::feature_map) n.scores = n.weights;
     } else if (cfg.numerator == numerator_kind::exp && is_scale_invariant(cfg.denominator)) {
-        n.row_max = bh * 2 * T_cap;  // the tiled path's (any Tn <= T_cap may take it)
+        n.row_max = bh * 2 * T_cap;  // the tiled or fused path's (any Tn <= T_cap may take either)
     }
     return n;
 }
@@ -98,6 +108,7 @@ attention_scratch_size attention_scratch_size_of(const attention_config& cfg, in
     n.head = static_cast<size_t>(T_cap) * HS;
     n.dz = static_cast<size_t>(T_cap);
     n.row = static_cast<size_t>(HS);
+    if (fused_path_serves(cfg, HS)) n.panels = fused_exp::panel_elements(T_cap, HS);
     if (choose_form(cfg, T_cap, HS) == parallel_form::chunked) {
         const size_t Cn = static_cast<size_t>(std::min(cfg.chunk, T_cap)), F = chunked_feature_size(cfg, HS);
         n.block = std::max(n.block, Cn * Cn);
@@ -150,6 +161,7 @@ void attention_scratch<T>::resize(const attention_scratch_size& n) {
     for (auto* v : {&Vg, &dU, &dVg, &dFq, &dFk, &Kt, &Vgt}) grow(*v, n.head);
     grow(dz, n.dz);
     grow(row, n.row);
+    for (auto* v : {&Kp, &Vp}) grow(*v, n.panels);
     for (auto* v : {&Pq, &Pk, &dP}) grow(*v, n.chunk_features);
     for (auto* v : {&St, &dSt}) grow(*v, n.state);
     for (auto* v : {&zs, &dzs}) grow(*v, n.state_sum);
@@ -168,6 +180,7 @@ attention_layer<T>::attention_layer(const attention_config& cfg, int NH, int HS)
       needs_weight_sum_(traits_of(cfg.denominator).uses_weight_sum),
       row_max_(cfg.numerator == numerator_kind::exp && is_scale_invariant(cfg.denominator)),
       max_grad_(row_max_ && !cfg.detach_denominator),
+      fused_(fused_path_serves(cfg, HS)),
       kernel_(make_score_kernel<T>(cfg)),
       features_(make_feature_map<T>(cfg)),
       denom_(make_denominator<T>(cfg)),
@@ -326,6 +339,52 @@ void attention_layer<T>::numerator_tiled(T* u, T* z, attention_scratch<T>& scrat
 }
 
 template <class T>
+quadratic_path attention_layer<T>::unkept_path(int Tn) const {
+    switch (forced_path.load()) {
+        case quadratic_path::rows: return quadratic_path::rows;
+        case quadratic_path::tiled: return quadratic_path::tiled;
+        case quadratic_path::fused: return fused_ ? quadratic_path::fused : quadratic_path::tiled;
+        default: return fused_ && Tn >= fused_from_length ? quadratic_path::fused : quadratic_path::tiled;
+    }
+}
+
+namespace {
+// The fused kernels' view of one pair: q, k with row stride C, V' at vg (row stride ld_vg).
+template <class T>
+fused_exp::head_operands<T> fused_operands(const attention_scratch<T>& scratch, const T* q, const T* k, const T* vg,
+                                           int ld_vg, int C, int HS, int Tn, T scale, bool clamp_on, T clamp) {
+    fused_exp::head_operands<T> h;
+    h.q = q;
+    h.k = k;
+    h.k_panels = scratch.Kp.data();
+    h.v = vg;
+    h.ld_qk = C;
+    h.ld_v = ld_vg;
+    h.Tn = Tn;
+    h.HS = HS;
+    h.scale = scale;
+    h.clamp_on = clamp_on;
+    h.clamp = clamp;
+    return h;
+}
+}  // namespace
+
+// The pair's row max m_t goes to row_max[t], its first key to row_max[T_cap + t].
+template <class T>
+void attention_layer<T>::numerator_fused(T* u, T* z, attention_scratch<T>& scratch, T* row_max, int T_cap, const T* q,
+                                         const T* k, int Tn) const {
+    const int C = NH_ * HS_;
+    fused_exp::pack_panels(scratch.Kp.data(), k, C, Tn, HS_);  // (Tn / 32, HS, 32)
+    fused_exp::forward_outputs<T> out;
+    out.u = u;
+    out.z = needs_weight_sum_ ? z : nullptr;
+    out.row_max = row_max;
+    out.argmax = row_max + T_cap;
+    fused_exp::forward(fused_operands(scratch, q, k, scratch.Vg.data(), HS_, C, HS_, Tn, scale_, clamp_on_, clamp_),
+                       out);
+}
+
+template <class T>
 void attention_layer<T>::forward_heads(T* out, attention_cache<T>& cache, const attention_inputs<T>& in, int Tn,
                                        int bh_begin, int bh_end, attention_scratch<T>& scratch) const {
     const int NH = NH_, HS = HS_, C = NH * HS;
@@ -360,12 +419,15 @@ void attention_layer<T>::forward_heads(T* out, attention_cache<T>& cache, const 
         else
             Vg = V;
 
-        keys_transposed(scratch, in.k + off, fk, Tn);
-
         T* kept_w = kept_pair(cache.kept_weights, cache, bh);
+        const quadratic_path path = chunked || kept_w ? quadratic_path::kept : unkept_path(Tn);
+        if (path != quadratic_path::fused) keys_transposed(scratch, in.k + off, fk, Tn);  // fused: in panels
+
         if (chunked)
             numerator_chunked(U.data(), z, scratch, in.q + off, in.k + off, fq, fk, Tn);
-        else if (!kept_w && quadratic_tiles())
+        else if (path == quadratic_path::fused)
+            numerator_fused(U.data(), z, scratch, row_max_pair(cache, bh), cache.T_cap, in.q + off, in.k + off, Tn);
+        else if (path == quadratic_path::tiled)
             numerator_tiled(U.data(), z, scratch, row_max_pair(cache, bh), cache.T_cap, in.q + off, fq, Tn);
         else
             numerator_quadratic(U.data(), z, scratch, kept_pair(cache.kept_scores, cache, bh), kept_w, in.q + off, fq,
@@ -510,6 +572,27 @@ void attention_layer<T>::numerator_backward_tiled(T* dq, T* dk, attention_scratc
 }
 
 template <class T>
+void attention_layer<T>::numerator_backward_fused(T* dq, T* dk, attention_scratch<T>& scratch, const T* row_max,
+                                                  int T_cap, const T* q, const T* k, const T* vg, int ld_vg,
+                                                  int Tn) const {
+    const int C = NH_ * HS_;
+    fused_exp::pack_panels(scratch.Kp.data(), k, C, Tn, HS_);       // (Tn / 32, HS, 32)
+    fused_exp::pack_panels(scratch.Vp.data(), vg, ld_vg, Tn, HS_);  // (Tn / 32, HS, 32)
+    fused_exp::backward_inputs<T> in;
+    in.v_panels = scratch.Vp.data();
+    in.du = scratch.dU.data();
+    in.dz = needs_weight_sum_ ? scratch.dz.data() : nullptr;
+    in.row_max = row_max;
+    in.argmax = row_max + T_cap;
+    in.max_grad = max_grad_;
+    fused_exp::backward_outputs<T> out;
+    out.dq = dq;
+    out.dk = dk;
+    out.dv = scratch.dVg.data();
+    fused_exp::backward(fused_operands(scratch, q, k, vg, ld_vg, C, HS_, Tn, scale_, clamp_on_, clamp_), in, out);
+}
+
+template <class T>
 void attention_layer<T>::backward_heads(const attention_grads<T>& grads, const T* dout, attention_cache<T>& cache,
                                         const attention_inputs<T>& in, int Tn, int bh_begin, int bh_end,
                                         attention_scratch<T>& scratch) const {
@@ -563,9 +646,12 @@ void attention_layer<T>::backward_heads(const attention_grads<T>& grads, const T
             for (int t = 0; t < Tn; ++t) Vg.row(t) = V.row(t) * in.in_gate[gate_off + static_cast<long>(t) * NH];
         else if (chunked)
             Vg = V;
-        if (chunked || !kept_w) keys_transposed(scratch, in.k + off, fk, Tn);  // kept weights need no K^T
-        const bool tiled = !chunked && !kept_w && quadratic_tiles();
-        transpose_into(scratch.Vgt.data(), copy_vg ? Vg.data() : in.v + off, Tn, HS, copy_vg ? HS : C);  // (HS, T)
+        const quadratic_path path = chunked || kept_w ? quadratic_path::kept : unkept_path(Tn);
+        // The fused path reads K and V' in panels; kept weights need no K^T.
+        const bool fused = path == quadratic_path::fused;
+        if (!fused && (chunked || !kept_w)) keys_transposed(scratch, in.k + off, fk, Tn);
+        if (!fused)
+            transpose_into(scratch.Vgt.data(), copy_vg ? Vg.data() : in.v + off, Tn, HS, copy_vg ? HS : C);  // (HS, T)
         dVg.setZero();
         if (features_) {
             matrix_map<T>(scratch.dFq.data(), Tn, HS).setZero();
@@ -574,7 +660,10 @@ void attention_layer<T>::backward_heads(const attention_grads<T>& grads, const T
 
         if (chunked)
             numerator_backward_chunked(grads.dq + off, grads.dk + off, scratch, in.q + off, in.k + off, fq, fk, Tn);
-        else if (tiled)
+        else if (fused)
+            numerator_backward_fused(grads.dq + off, grads.dk + off, scratch, row_max_pair(cache, bh), cache.T_cap,
+                                     in.q + off, in.k + off, copy_vg ? Vg.data() : in.v + off, copy_vg ? HS : C, Tn);
+        else if (path == quadratic_path::tiled)
             numerator_backward_tiled(grads.dq + off, grads.dk + off, scratch, row_max_pair(cache, bh), cache.T_cap,
                                      in.q + off, in.k + off, fq, fk, Tn);
         else

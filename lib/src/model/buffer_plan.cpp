@@ -139,6 +139,8 @@ buffer_entry plan_entry(model_buffer b, const dims& d) {
         case mb::scratch_Vgt: return shard(d.scratch.head);
         case mb::scratch_dz: return shard(d.scratch.dz);
         case mb::scratch_row: return shard(d.scratch.row);
+        case mb::scratch_Kp:
+        case mb::scratch_Vp: return shard(d.scratch.panels);
         case mb::scratch_Pq:
         case mb::scratch_Pk:
         case mb::scratch_dP: return shard(d.scratch.chunk_features);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "exp_lanes.hpp"
 #include "target_clones.hpp"
 
 namespace attnlab {
@@ -32,32 +33,10 @@ __attribute__((always_inline)) inline void store_lanes(float* p, lanes8 v, long 
     std::memcpy(p, &v, static_cast<std::size_t>(m) * sizeof(float));
 }
 
-// exp(x) for float (Cephes expf) in 8 lanes: x = n ln2 + r, |r| <= ln2/2, a
-// degree-5 polynomial for exp(r), then the exponent bits of 2^n. Every
-// element, the last partial vector's too, goes through this code, so an
-// element's bits do not depend on where it sits in a row.
-__attribute__((always_inline)) inline lanes8 exp_lanes(lanes8 x) {
-    const lanes8 lo = lanes8{} - 87.3365f, hi = lanes8{} + 88.3f;
-    x = x < lo ? lo : x;  // exp stays a normal float
-    x = x > hi ? hi : x;  // n <= 127: 2^n stays finite (exp(88.3) = 2.2e38)
-    // n = round(x / ln2) in [-126, 128]: truncating the positive x/ln2 + 128.5
-    // floors it. A NaN x passes the clamps; n comes from 0 then and r keeps the NaN.
-    const lanes8 xn = x == x ? x : lanes8{};
-    const int_lanes8 ni = __builtin_convertvector(xn * 1.44269504088896341f + 128.5f, int_lanes8) - 128;
-    const lanes8 n = __builtin_convertvector(ni, lanes8);
-    const lanes8 r = x - n * 0.693359375f + n * 2.12194440e-4f;  // ln2 in two parts
-    lanes8 p = lanes8{} + 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    const lanes8 y = p * r * r + r + 1.0f;
-    const int_lanes8 bits = (ni + 127) << 23;  // 2^n
-    lanes8 scale;
-    std::memcpy(&scale, &bits, sizeof scale);
-    return y * scale;
-}
+// exp in 8 lanes (exp_lanes.hpp). Every element, the last partial vector's
+// too, goes through this code, so an element's bits do not depend on where
+// it sits in a row.
+__attribute__((always_inline)) inline lanes8 exp_lanes(lanes8 x) { return detail::exp_lanes<lanes8, int_lanes8>(x); }
 
 }  // namespace
 

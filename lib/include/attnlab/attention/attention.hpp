@@ -19,6 +19,11 @@
 // which the backward recomputes each tile's weights and the argmax term of
 // the gradient (variants.cpp's exp_kernel). Signed kernels (polynomials) and
 // feature maps have no max to subtract: their tiles just add up.
+// exp with a scale-invariant denominator at head sizes 16, 32 and 64 takes
+// the fused path instead (quadratic_path::fused, lib/src/attention/fused_exp.hpp):
+// scores, weights and their gradients never leave registers and L1 (8 query
+// rows against 32 keys at a time), the backward in FlashAttention-2's order;
+// the cache keeps the same row max, with the argmax itself beside it.
 // A variant with a finite state can instead run in the chunked form
 // (chunked.hpp, chunked.cpp): the same u_t and z_t in time linear in T;
 // cfg.form picks the form, `auto` by a cost model for each sequence length.
@@ -66,7 +71,7 @@ struct attention_cache_size {
     std::size_t pairs = 0;     // nonpositive_wsum (longs) and min_abs_wsum: (B * NH) each
     std::size_t weights = 0;   // (B, NH, T_cap, T_cap) the forward's weights when keeps_weights, else 0
     std::size_t scores = 0;    // the same for the scores (score kernels' backward reads them)
-    std::size_t row_max = 0;   // (B, NH, 2, T_cap) the tiled path's row max and its index (exp, scale-invariant)
+    std::size_t row_max = 0;   // (B, NH, 2, T_cap) the tiled/fused path's row max and its index (exp, scale-invariant)
 };
 attention_cache_size attention_cache_size_of(const attention_config& cfg, int B, int T_cap, int NH, int HS);
 
@@ -81,15 +86,32 @@ bool keeps_weights(const attention_config& cfg, int B, int T_cap, int NH, int HS
 
 // How the quadratic form gets a row block's weights: kept by the forward in
 // the cache (keeps_weights), recomputed by the backward for rows against
-// every key at once (the path before tiling: only when forced), or tiled
-// over the keys (nothing of T x T anywhere; automatic, without kept weights).
-enum class quadratic_path { automatic, kept, rows, tiled };
+// every key at once (the path before tiling: only when forced), tiled
+// over the keys (nothing of T x T anywhere; automatic, without kept weights),
+// or fused (nothing of T x T, nor of a row block, in memory: automatic
+// without kept weights where fused_path_serves from T fused_from_length on,
+// the tiled path elsewhere).
+// ATTNLAB_QUADRATIC_PATH=kept|rows|tiled|fused sets the start's.
+enum class quadratic_path { automatic, kept, rows, tiled, fused };
 // For tests and benchmarks: every quadratic-form attention of this process
-// takes `path` (kept: whatever the cache's size; rows, tiled: keeps nothing),
-// automatic restores the rule above. Set it before init_cache. Returns the old one.
+// takes `path` (kept: whatever the cache's size; rows, tiled, fused: keeps
+// nothing; fused where it serves, tiled elsewhere), automatic restores the
+// rule above. Set it before init_cache. Returns the old one.
 quadratic_path force_quadratic_path(quadratic_path path);
 // Whether the quadratic form without kept weights tiles (unless rows is forced).
 bool quadratic_tiles();
+// Whether the fused path computes this variant at head size HS: exp with a
+// scale-invariant denominator (clamped, gated, detached or not), HS 16, 32 or 64.
+bool fused_path_serves(const attention_config& cfg, int HS);
+// The shortest sequence the automatic rule gives the fused path (where it
+// serves and the weights are not kept): from T 128 on it measured faster than
+// the tiled path at every head size it serves (0.71x to 0.99x of its
+// attention time), below it slower at head size 64 (up to 1.28x; short rows
+// spend more of their time on the diagonal's partial panels).
+constexpr int fused_from_length = 128;
+// (Batch, head) pairs the fused kernels have computed so far in this
+// process, forward and backward each counting (tests: which path ran).
+long fused_attention_runs();
 
 // What the backward pass needs, per (b, h): sized for at most (B, T_cap).
 template <class T>
@@ -103,9 +125,10 @@ struct attention_cache {
     // block [t0, t1) of the forward's weights W (and scores S) is stored
     // (t1 - t0, t1) row-major from element t0 * T of the pair's T_cap^2.
     std::vector<T> kept_weights, kept_scores;
-    // (B, NH, 2, T_cap) or empty: per (b, h), the tiled path's row max m_t of the
-    // (clamped) scores, then the first key of the first tile that holds it,
-    // where the backward finds its first index (exp with a scale-invariant denominator).
+    // (B, NH, 2, T_cap) or empty: per (b, h), the tiled or fused path's row max m_t of
+    // the (clamped) scores, then (tiled) the first key of the first tile that holds it,
+    // where the backward finds its first index, or (fused) that index itself
+    // (exp with a scale-invariant denominator).
     std::vector<T> row_max;
     // Of the divisor z_t (+ eps for elu1/relu) of the softmax denominator, last forward:
     std::vector<long> nonpositive_wsum;  // (B * NH) rows where it was <= 0
@@ -123,10 +146,11 @@ struct attention_cache {
 // (then also at every longer T: its cost grows linearly, the quadratic's
 // quadratically).
 struct attention_scratch_size {
-    std::size_t block = 0;  // S, W, dW each: (block_rows, T_cap), or (Cn, Cn) when larger
-    std::size_t head = 0;   // Vg, dU, dVg, dFq, dFk, Kt, Vgt each: (T_cap, HS), whatever the variant
-    std::size_t dz = 0;     // (T_cap)
-    std::size_t row = 0;    // (HS)
+    std::size_t block = 0;   // S, W, dW each: (block_rows, T_cap), or (Cn, Cn) when larger
+    std::size_t head = 0;    // Vg, dU, dVg, dFq, dFk, Kt, Vgt each: (T_cap, HS), whatever the variant
+    std::size_t dz = 0;      // (T_cap)
+    std::size_t row = 0;     // (HS)
+    std::size_t panels = 0;  // Kp, Vp each: (ceil(T_cap / 32), HS, 32) where fused_path_serves, else 0
     // chunked form, Cn = min(chunk, T_cap), F = chunked_feature_size:
     std::size_t chunk_features = 0;  // Pq, Pk, dP each: (Cn, F)
     std::size_t state = 0;           // St, dSt each: (F, HS) the running state and its gradient
@@ -147,6 +171,7 @@ struct attention_scratch {
     std::vector<T> dFq, dFk;               // (T_cap, HS) feature gradients (feature maps)
     std::vector<T> Kt, Vgt;                // (HS, T_cap) K^T and (g_in V)^T: small_gemm's B operands
     std::vector<T> dz, row;                // (T_cap) dL/dz_t, (HS) one row
+    std::vector<T> Kp, Vp;                 // (T_cap / 32, HS, 32) K and g_in V in panels (the fused path)
     std::vector<T> Pq, Pk, dP;             // (Cn, F) a chunk's state features of q, k, and a gradient
     std::vector<T> St, dSt;                // (F, HS) state sum_j phi(k_j) v'_j^T and its gradient
     std::vector<T> zs, dzs;                // (F) sum_j phi(k_j) and its gradient
@@ -232,6 +257,14 @@ private:
                          int Tn) const;
     void numerator_backward_tiled(T* dq, T* dk, attention_scratch<T>& scratch, const T* row_max, int T_cap, const T* q,
                                   const T* k, const T* fq, const T* fk, int Tn) const;
+    // The fused path of the same (exp, scale-invariant, fused_path_serves);
+    // the backward reads V' = g_in V at vg (row stride ld_vg).
+    void numerator_fused(T* U, T* z, attention_scratch<T>& scratch, T* row_max, int T_cap, const T* q, const T* k,
+                         int Tn) const;
+    void numerator_backward_fused(T* dq, T* dk, attention_scratch<T>& scratch, const T* row_max, int T_cap, const T* q,
+                                  const T* k, const T* vg, int ld_vg, int Tn) const;
+    // The path of a pair of the quadratic form whose weights the cache does not keep, at Tn.
+    quadratic_path unkept_path(int Tn) const;
     // One head's u (T, HS) and z (T) (z only when the denominator reads it)
     // from its q, k (row stride C), features Fq, Fk (feature maps) and
     // Vg = g_in V (T, HS): the quadratic and the chunked form. kept_s,
@@ -263,6 +296,7 @@ private:
     bool needs_weight_sum_;                    // the denominator divides by z_t (the table's uses_weight_sum)
     bool row_max_;                             // exp with a scale-invariant denominator: w = exp(s - max_j s)
     bool max_grad_;                            // ... and the gradient flows through the max (not detached)
+    bool fused_;                               // fused_path_serves(cfg, HS)
     std::unique_ptr<score_kernel<T>> kernel_;  // exactly one of kernel_, features_
     std::unique_ptr<feature_map<T>> features_;
     std::unique_ptr<denominator<T>> denom_;

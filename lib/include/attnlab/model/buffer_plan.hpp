@@ -104,6 +104,8 @@ enum class model_buffer {
     scratch_Vgt,  // (HS, T)
     scratch_dz,
     scratch_row,  // (T), (HS)
+    scratch_Kp,
+    scratch_Vp,  // (ceil(T / 32), HS, 32) K and g_in V in panels: the fused path (attention.hpp)
     scratch_Pq,
     scratch_Pk,
     scratch_dP,  // chunked form: (chunk, F) a chunk's state features (F: attention/chunked.hpp)
