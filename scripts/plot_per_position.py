@@ -4,15 +4,17 @@ the mean test loss at each position of the evaluation windows, one line per
 run.
 
 usage: /usr/bin/python3 scripts/plot_per_position.py CSV [CSV ...] [--label L ...] [--out STEM]
-                                                      [--title TITLE] [--log-x]
+                                                      [--title TITLE] [--log-x] [--mark POSITION[:LABEL] ...]
 
 Each CSV has one row per position (position, loss, bits_per_byte, count,
 trained, evaluated). Text runs are drawn in bits per byte, the other tasks in
 nats; positions without answers (count 0, a synthetic task's non-answer
 positions) are left out. --label names the lines (default: the CSV's folder
 name and the evaluated variant); --log-x spreads the first positions, where
-a language model's loss falls fastest. Writes STEM.png (200 dpi) and STEM.pdf
-(default: the first CSV's name without .csv) in the style of
+a language model's loss falls fastest; --mark draws a dotted vertical line
+at a position, named in the legend (e.g. 256:trained length, for a model
+scored beyond the window it was trained on). Writes STEM.png (200 dpi) and
+STEM.pdf (default: the first CSV's name without .csv) in the style of
 scripts/plot_style.py.
 
 Exit codes: 0 written, 2 a missing or malformed file, a bad argument.
@@ -46,6 +48,19 @@ def read_positions(path):
         raise InputError(f"{path}: {e}") from None
 
 
+def marks_of(texts):
+    """[(position, label)] from --mark POSITION[:LABEL] (label default: 'position N')."""
+    marks = []
+    for text in texts:
+        position, _, name = text.partition(":")
+        try:
+            value = float(position)
+        except ValueError:
+            raise InputError(f"--mark {text!r}: POSITION[:LABEL] needs a number before the colon") from None
+        marks.append((value, name or f"position {position}"))
+    return marks
+
+
 def plot(args):
     if args.label and len(args.label) != len(args.csv):
         raise InputError(f"{len(args.csv)} CSV file(s) but {len(args.label)} --label(s): give one per CSV")
@@ -63,6 +78,8 @@ def plot(args):
                 markevery=(i * every // len(args.csv), every), ms=3.5, lw=1.2, label=label)
     if len(units) > 1:
         raise InputError("the CSVs mix text runs (bits per byte) and synthetic tasks (nats): plot them apart")
+    for position, name in marks_of(args.mark or []):
+        ax.axvline(position, color="0.4", linestyle=":", lw=1.2, label=name)
     if args.log_x:
         ax.set_xscale("symlog", linthresh=1)
         ax.xaxis.set_major_formatter(ticker.ScalarFormatter())  # 1, 10, 100 rather than 10^0, 10^1, 10^2
@@ -81,6 +98,8 @@ def main():
     ap.add_argument("--out", help="the figure's stem (STEM.png, STEM.pdf)")
     ap.add_argument("--title")
     ap.add_argument("--log-x", action="store_true", help="symmetric-log position axis")
+    ap.add_argument("--mark", action="append", metavar="POSITION[:LABEL]",
+                    help="a dotted vertical line at POSITION, named LABEL in the legend (repeatable)")
     args = ap.parse_args()
     return plot_style.report("plot_per_position.py", lambda: plot(args))
 

@@ -1,6 +1,6 @@
 """The `plots` test: scripts/plot_sweep.py on the fixture folders of tests/data/plots, and
 scripts/plot_length.py on a summary built here whose intervals are known by hand; scripts/plot_state_ladder.py
-on one whose points are.
+on one whose points are; scripts/plot_per_position.py on two small files.
 
 usage: PYTHON tests/tools/check_plots.py SOURCE_DIR WORK_DIR
 
@@ -283,6 +283,43 @@ def check_state_ladder(source, work):
     check(cells == want, f"state_ladder.csv: points by hand (got {cells})")
 
 
+def check_per_position(source, work):
+    """scripts/plot_per_position.py on two synthetic-task CSVs (positions without answers left out) with a
+    --mark; a malformed --mark, a --label count that differs from the CSVs' and a text CSV among synthetic
+    ones are each one line and exit code 2, with no figure written."""
+    script = os.path.join(source, "scripts", "plot_per_position.py")
+    folder = os.path.join(work, "per_position")
+    os.makedirs(folder)
+    header = "position,loss,bits_per_byte,count,trained,evaluated,precision\n"
+    paths = []
+    for name, losses in (("a", ["", "0.1", "", "2.0", "7.5"]), ("b", ["", "0.0", "", "0.4", "3.0"])):
+        path = os.path.join(folder, f"{name}.csv")
+        with open(path, "w") as f:
+            f.write(header)
+            for t, loss in enumerate(losses):
+                f.write(f"{t},{loss},,{0 if loss == '' else 8},exp/softmax,exp/softmax,float\n")
+        paths.append(path)
+    text = os.path.join(folder, "text.csv")
+    with open(text, "w") as f:
+        f.write(header + "0,1.0,1.44,4,exp/softmax,exp/softmax,float\n")
+    stem = os.path.join(folder, "fig")
+    res = run(script, *paths, "--label", "a", "--label", "b", "--mark", "3:trained length", "--out", stem)
+    check(res.returncode == 0, f"plot_per_position.py exits 0 (got {res.returncode}: {res.stderr.strip()})")
+    dpi, width, height = png_dpi_and_size(f"{stem}.png") if os.path.exists(f"{stem}.png") else (None, 0, 0)
+    check(dpi is not None and dpi >= 199.5 and width > 600 and height > 400,
+          f"plot_per_position.py: fig.png at >= 200 dpi (got {dpi}, {width} x {height})")
+    check(os.path.exists(f"{stem}.pdf"), "plot_per_position.py writes fig.pdf")
+    for args, needle, what in (([*paths, "--mark", "x:here"], "--mark 'x:here'", "a --mark without a number"),
+                               ([*paths, "--label", "a"], "give one per CSV", "one --label for two CSVs"),
+                               ([paths[0], text], "mix text runs", "a text CSV among synthetic ones")):
+        bad = os.path.join(folder, "bad")
+        res = run(script, *args, "--out", bad)
+        lines = res.stderr.strip().splitlines()
+        check(res.returncode == 2 and len(lines) == 1 and needle in res.stderr and not os.path.exists(bad + ".png"),
+              f"plot_per_position.py, {what}: exit 2, one line naming {needle!r}, no figure "
+              f"(got {res.returncode}: {res.stderr.strip()!r})")
+
+
 def check_error(script, folder, needle, what, env=None):
     res = run(script, folder, "--out", os.path.join(folder, "plots"), env=env)
     lines = res.stderr.strip().splitlines()
@@ -304,6 +341,7 @@ def main():
     check_no_chosen(script, data, work)
     check_length(source, work)
     check_state_ladder(source, work)
+    check_per_position(source, work)
 
     empty = os.path.join(work, "empty")
     os.makedirs(empty)
