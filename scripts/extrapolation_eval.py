@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import io
 import math
 import os
 import re
@@ -35,13 +34,11 @@ import sys
 
 import yaml
 
+from plot_style import InputError, write_csv
+
 COLUMNS = ["run_id", "seed", "arm", "trained_seq_len", "trained_pairs", "seq_len", "pairs", "test_loss",
            "token_acc", "seq_acc", "answers_within", "loss_within", "answers_beyond", "loss_beyond"]
 METRICS = re.compile(r"^test loss (\S+) token_acc (\S+) seq_acc (\S+)", re.M)
-
-
-class InputError(Exception):
-    pass
 
 
 def read_config(run: str) -> dict:
@@ -127,17 +124,11 @@ def rows_of_run(attnlab: str, run: str, settings, threads: int, positions_dir: s
     return rows
 
 
-def write_csv(path: str, rows: list[dict]) -> None:
-    text = io.StringIO()
-    w = csv.writer(text, lineterminator="\n")
-    w.writerow(COLUMNS)
-    for r in rows:
-        w.writerow(["" if isinstance(r[c], float) and math.isnan(r[c])
-                    else f"{r[c]:.10g}" if isinstance(r[c], float) else r[c] for c in COLUMNS])
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text.getvalue())
-    os.replace(tmp, path)
+def cell(value):
+    """A CSV cell: empty for NaN (no answer on that side), 10 significant digits for other floats."""
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:.10g}"
+    return value
 
 
 def main() -> int:
@@ -157,7 +148,7 @@ def main() -> int:
     except (InputError, OSError, yaml.YAMLError) as e:
         print(f"extrapolation_eval: {e}", file=sys.stderr)
         return 2
-    write_csv(args.out, rows)
+    write_csv(args.out, COLUMNS, [[cell(r[c]) for c in COLUMNS] for r in rows])
     print(f"wrote {args.out} ({len(rows)} rows)")
     return 0
 

@@ -25,15 +25,13 @@ Exit codes: 0 written, 2 a missing or malformed input.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import math
 import os
 import sys
 
 import yaml
 
-from plot_style import InputError
+from plot_style import InputError, write_csv
 
 from attnlab.files import read_text
 from attnlab.results import read_metrics
@@ -110,19 +108,6 @@ def mean_interval(values: list[float]) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
-def write_csv(path: str, rows: list[dict]) -> None:
-    """The rows as CSV (a model's name holds commas: quoted), written atomically."""
-    text = io.StringIO()
-    w = csv.writer(text, lineterminator="\n")
-    w.writerow(COLUMNS)
-    for r in rows:
-        w.writerow([r[c] if isinstance(r[c], (str, int)) else f"{r[c]:.10g}" for c in COLUMNS])
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text.getvalue())
-    os.replace(tmp, path)
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("results_dir")
@@ -135,7 +120,9 @@ def main() -> int:
     except InputError as e:
         print(f"finetune_gap: {e}", file=sys.stderr)
         return 2
-    write_csv(args.out, rows)
+    # a model's name holds commas: the csv module quotes it
+    write_csv(args.out, COLUMNS, [[r[c] if isinstance(r[c], (str, int)) else f"{r[c]:.10g}" for c in COLUMNS]
+                                  for r in rows])
     for arm in sorted({r["arm"] for r in rows}):
         of = [r for r in rows if r["arm"] == arm]
         print(f"{arm} ({len(of)} models, {of[0]['steps']} steps):")

@@ -17,6 +17,7 @@ puts the script's folder on sys.path).
   PATH" per file and exit code 0, or one line "SCRIPT: what is wrong" and 2.
 - read_csv_rows(path, columns, hint) and number(path, row, key, kind): a CSV's rows, with one-line errors for a missing file, column or rows.
 - csv_and_stem(doc): the arguments of the benchmark plots (CSV [out.png]).
+- write_csv(path, columns, rows): a table the scripts write, atomically.
 Standard library only until load_pyplot is called (read_csv_rows imports
 the attnlab package's reader).
 """
@@ -110,6 +111,23 @@ def read_csv_rows(path, columns=(), hint=""):
         return read(path, columns)
     except ValueError as e:  # attnlab.files.InputError: "<path>: <what is wrong>"
         raise InputError(str(e)) from None
+
+
+def write_csv(path, columns, rows):
+    """The header `columns` and the rows (lists of cells) as CSV at path, written atomically: a reader
+    never sees half a table, and a failed write leaves the old file."""
+    import csv
+    import io
+    import os
+
+    text = io.StringIO()
+    w = csv.writer(text, lineterminator="\n")
+    w.writerow(columns)
+    w.writerows(rows)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text.getvalue())
+    os.replace(tmp, path)
 
 
 def baseline_keys(row):

@@ -31,8 +31,6 @@ STEM.pdf (default: the CSV's name without .csv).
 Exit codes: 0 written, 2 a missing or malformed input or a bad argument.
 """
 import argparse
-import csv
-import io
 import math
 import os
 import sys
@@ -166,14 +164,7 @@ def sweep(args):
             done = [r for r in rows if r[0] == run and r[6] == kind]
             print(f"  {kind}: " + ", ".join(f"{r[7]}: {float(r[10]):+.3g}" for r in done), file=sys.stderr)
         print(f"  ({time.time() - t0:.0f} s)", file=sys.stderr)
-    text = io.StringIO()
-    w = csv.writer(text, lineterminator="\n")
-    w.writerow(COLUMNS)
-    w.writerows(rows)
-    tmp = args.out + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text.getvalue())
-    os.replace(tmp, args.out)
+    plot_style.write_csv(args.out, COLUMNS, rows)
     return [args.out]
 
 
