@@ -1,6 +1,7 @@
 """The `plots` test: scripts/plot_sweep.py on the fixture folders of tests/data/plots, and
 scripts/plot_length.py on a summary built here whose intervals are known by hand; scripts/plot_state_ladder.py
-on one whose points are; scripts/plot_per_position.py on two small files.
+on one whose points are; scripts/plot_per_position.py on two small files; scripts/solve_curves.py on a sweep
+whose log-rank test is worked by hand.
 
 usage: PYTHON tests/tools/check_plots.py SOURCE_DIR WORK_DIR
 
@@ -320,6 +321,61 @@ def check_per_position(source, work):
               f"(got {res.returncode}: {res.stderr.strip()!r})")
 
 
+def check_solve_curves(source, work):
+    """scripts/solve_curves.py on a constructed lookup sweep, two lengths (the strata) x softmax and norm x two
+    seeds, whose steps to solve are known: at T 128 the norm solves at steps 1000 and 3000, softmax at 2000 and
+    never within 4000 steps (censored), the log-rank case worked by hand (chi2 = 8/13, 4 of the 6 splits as
+    extreme: permutation p 2/3); at T 256 both arms solve at 1000 and 2000 (chi2 0, p 1). A diverged run is
+    refused with one line and exit 2."""
+    script = os.path.join(source, "scripts", "solve_curves.py")
+    folder = os.path.join(work, "solve_curves")
+    os.makedirs(folder)
+    solves = {(128, "norm"): [1000, 3000], (128, "softmax"): [2000, None],
+              (256, "norm"): [1000, 2000], (256, "softmax"): [1000, 2000]}
+    keys = ["attention.denominator", "task.seq_len", "seed"]
+    summary = [["run_id", "status", "task.kind", *keys, "final_test_token_acc", "final_test_seq_acc"]]
+    curves = [["run_id", "task.kind", *keys, "step", "split", "loss", "token_acc", "seq_acc"]]
+    for (T, arm), steps in solves.items():
+        for seed, solved_at in enumerate(steps):
+            run_id = f"attention.denominator={arm},task.seq_len={T},seed={seed}"
+            summary.append([run_id, "ok", "lookup", arm, T, seed, 1.0 if solved_at else 0.5, 0.0])
+            for step in range(0, 5000, 1000):
+                acc = 1.0 if solved_at is not None and step >= solved_at else 0.5
+                curves += [[run_id, "lookup", arm, T, seed, step, split, 1.0, acc, 0.0] for split in ("val", "test")]
+    for name, rows in (("summary.csv", summary), ("curves.csv", curves)):
+        with open(os.path.join(folder, name), "w", newline="") as f:
+            csv.writer(f).writerows(rows)
+    stem = os.path.join(folder, "plots", "solve")
+    res = run(script, folder, "--match", "task.seq_len", "--out", stem)
+    check(res.returncode == 0, f"solve_curves.py exits 0 (got {res.returncode}: {res.stderr.strip()})")
+    for ext in ("png", "pdf"):
+        check(os.path.exists(f"{stem}.{ext}"), f"solve_curves.py writes solve.{ext}")
+    rows = list(csv.DictReader(open(f"{stem}.csv"))) if os.path.exists(f"{stem}.csv") else []
+    got = {r["stratum"]: r for r in rows}
+    short = got.get("seq len 128", {})
+    check(len(rows) == 2 and short.get("variant") == "norm" and short.get("baseline") == "softmax"
+          and (short.get("variant_solved"), short.get("baseline_solved")) == ("2", "1")
+          and math.isclose(float(short.get("logrank_chi2", "nan")), 8 / 13, rel_tol=1e-9)
+          and math.isclose(float(short.get("p_permutation", "nan")), 2 / 3, rel_tol=1e-9)
+          and short.get("splits") == "6" and short.get("variant_median_step") == "2000.0"
+          and short.get("baseline_median_step") == "",
+          f"solve.csv at T 128: the hand-worked log-rank (got {short})")
+    same = got.get("seq len 256", {})
+    check(math.isclose(float(same.get("logrank_chi2", "nan")), 0.0, abs_tol=1e-12)
+          and same.get("p_permutation") == "1.0" and same.get("p_holm") == "1.0",
+          f"solve.csv at T 256: equal arms, chi2 0, p 1 (got {same})")
+    by_step = list(csv.DictReader(open(f"{stem}_by_step.csv"))) if os.path.exists(f"{stem}_by_step.csv") else []
+    norm_128 = [(r["step"], r["solved_fraction"]) for r in by_step if r["stratum"] == "seq len 128" and r["arm"] == "norm"]
+    check(norm_128 == [("0", "0.0"), ("1000", "0.5"), ("3000", "1.0")],
+          f"solve_by_step.csv: the norm's solved fraction at T 128 (got {norm_128})")
+    with open(os.path.join(folder, "summary.csv"), "w", newline="") as f:
+        csv.writer(f).writerows([summary[0], [*summary[1][:1], "diverged", *summary[1][2:]], *summary[2:]])
+    res = run(script, folder, "--match", "task.seq_len", "--out", os.path.join(folder, "bad"))
+    check(res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1 and "diverged" in res.stderr
+          and not os.path.exists(os.path.join(folder, "bad.png")),
+          f"solve_curves.py with a diverged run: exit 2, one line (got {res.returncode}: {res.stderr.strip()!r})")
+
+
 def check_error(script, folder, needle, what, env=None):
     res = run(script, folder, "--out", os.path.join(folder, "plots"), env=env)
     lines = res.stderr.strip().splitlines()
@@ -342,6 +398,7 @@ def main():
     check_length(source, work)
     check_state_ladder(source, work)
     check_per_position(source, work)
+    check_solve_curves(source, work)
 
     empty = os.path.join(work, "empty")
     os.makedirs(empty)
