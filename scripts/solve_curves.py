@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 
 import plot_style
 import sweep_runs
@@ -132,7 +133,8 @@ def by_step(strata):
 
 def draw_figure(strata, stem):
     plt = plot_style.load_pyplot("solve_curves.py")
-    fig, axes = plt.subplots(1, len(strata), figsize=(4.2 * len(strata), 3.2), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(1, len(strata), figsize=(5.0 * len(strata), 3.6), squeeze=False, sharey=True,
+                             layout="constrained")
     for ax, (stratum, arms) in zip(axes[0], strata.items()):
         last = max(t for runs in arms.values() for t, _ in runs)
         for i, (arm, runs) in enumerate(arms.items()):
@@ -141,11 +143,12 @@ def draw_figure(strata, stem):
             look = plot_style.style(i)
             ax.step(steps, survival.solved_fraction(times, events, steps), where="post", color=look["color"],
                     linestyle=look["linestyle"], label=f"{arm} ({sum(events)}/{len(runs)} solved)")
-        ax.set_title(stratum)
-        ax.set_xlabel("training step (first validation accuracy at the threshold)")
+        ax.set_title(textwrap.fill(stratum, 40), fontsize="medium")
         ax.set_ylim(-0.03, 1.03)
-        ax.legend(loc="upper left")
+        ax.legend(loc="best", fontsize="small")
     axes[0][0].set_ylabel("fraction of seeds solved")
+    # One label under all panels: a label per panel overlaps its neighbour's.
+    fig.supxlabel("training step (the first at which validation accuracy reaches the threshold)", fontsize="medium")
     return plot_style.save(fig, stem)
 
 
