@@ -1,7 +1,7 @@
 """The `plots` test: scripts/plot_sweep.py on the fixture folders of tests/data/plots, and
 scripts/plot_length.py on a summary built here whose intervals are known by hand; scripts/plot_state_ladder.py
 on one whose points are; scripts/plot_per_position.py on two small files; scripts/solve_curves.py on a sweep
-whose log-rank test is worked by hand.
+whose log-rank test is worked by hand; scripts/plot_gaps.py on one whose gaps and their change are.
 
 usage: PYTHON tests/tools/check_plots.py SOURCE_DIR WORK_DIR
 
@@ -376,6 +376,69 @@ def check_solve_curves(source, work):
           f"solve_curves.py with a diverged run: exit 2, one line (got {res.returncode}: {res.stderr.strip()!r})")
 
 
+def check_gaps(source, work):
+    """scripts/plot_gaps.py on a constructed sweep over model.d_model whose gaps and changes are known by hand:
+    report "a" (norm against softmax): seeds 1-3 gaps 0.1, 0.2, 0.3 at width 64 and 0.3, 0.4, 0.5 at 256, so
+    the change is +0.2 with Welch's df 4 and half-width t(0.975, 4) * sqrt(0.01 / 3 * 2) = 0.2267 (not
+    resolved); report "b" (taylor 2 against exp, both with the norm): gaps 0.1 on every seed at 64 and 0.05 at
+    256, a change of -0.05 with no spread (the variant gains ground). Seed 0 (the selection seed) and a run at a
+    rate that was not chosen stay out; a comparisons.csv whose mean is not summary.csv's is an error."""
+    script = os.path.join(source, "scripts", "plot_gaps.py")
+    folder = os.path.join(work, "gaps")
+    os.makedirs(folder)
+    header = ["run_id", "status", "seed", "model.d_model", "attention.numerator", "attention.order",
+              "attention.denominator", "train.lr", "lr_selected", "final_test_bits_per_byte"]
+    rows = []
+    for width, shift in ((64, 0.0), (256, 0.2)):
+        for seed in range(4):
+            base = 2.0 - 0.1 * (width == 256)
+            rows.append(["", "ok", seed, width, "exp", "", "softmax", 0.01, "true", base])
+            rows.append(["", "ok", seed, width, "exp", "", "norm", 0.003, "true", base + 0.1 * seed + shift])
+            rows.append(["", "ok", seed, width, "exp", "", "norm", 0.01, "false", 9.0])  # not the chosen rate
+            gap = 0.1 if width == 64 else 0.05
+            rows.append(["", "ok", seed, width, "taylor", 2, "norm", 0.03, "true", base + 0.1 * seed + shift + gap])
+    with open(os.path.join(folder, "summary.csv"), "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        writer.writerows(rows)
+
+    def write_comparisons(norm_gap_64):
+        columns = ["model.d_model", "attention.denominator", "attention.numerator", "attention.order", "train.lr",
+                   "report", "baseline", "baseline_train.lr", "metric", "n", "mean_diff", "ci_low", "ci_high",
+                   "p_adjusted", "margin", "verdict", "seeds"]
+        out = [columns]
+        for width, gaps in ((64, (norm_gap_64, 0.1)), (256, (0.4, 0.05))):
+            out.append([width, "norm", "exp", "", 0.003, "a", "attention.denominator=softmax", 0.01,
+                        "bits_per_byte", 3, gaps[0], gaps[0] - 0.1, gaps[0] + 0.1, 0.5, 0.05, "not resolved",
+                        "1 2 3"])
+            out.append([width, "norm", "taylor", 2, 0.03, "b", "attention.numerator=exp,attention.denominator=norm",
+                        0.003, "bits_per_byte", 3, gaps[1], gaps[1], gaps[1], 0.001, 0.05, "level", "1 2 3"])
+            out.append([width, "norm", "exp", "", 0.003, "a", "attention.denominator=softmax", 0.01, "loss", 3,
+                        7.0, 7.0, 7.0, 0.5, "", "behind", "1 2 3"])  # another metric: not read
+        with open(os.path.join(folder, "comparisons.csv"), "w", newline="") as f:
+            csv.writer(f).writerows(out)
+
+    write_comparisons(0.2)
+    stem = os.path.join(folder, "plots", "gaps")
+    res = run(script, folder, "--out", stem)
+    check(res.returncode == 0, f"plot_gaps.py exits 0 (got {res.returncode}: {res.stderr.strip()})")
+    for ext in ("png", "pdf", "md"):
+        check(os.path.exists(f"{stem}.{ext}"), f"plot_gaps.py writes gaps.{ext}")
+    table = open(f"{stem}.md").read() if os.path.exists(f"{stem}.md") else ""
+    rows_a = [line for line in table.splitlines() if line.startswith("| 64 |") or line.startswith("| 256 |")]
+    check(rows_a[:2] == ["| 64 | 3 | +0.2000 [+0.1000, +0.3000] | 0.5 | not resolved | +0.1000, +0.2000, +0.3000 |",
+                         "| 256 | 3 | +0.4000 [+0.3000, +0.5000] | 0.5 | not resolved | +0.3000, +0.4000, +0.5000 |"],
+          f"gaps.md: report a's rows, each seed's gap from summary.csv (got {rows_a[:2]})")
+    change_a = [line for line in table.splitlines() if line.startswith("| a |")]
+    check(change_a == ["| a | 64 → 256 | +0.2000 → +0.4000 | +0.2000 [-0.0267, +0.4267] | 4.0 | not resolved |"],
+          f"gaps.md: report a's change, Welch by hand (got {change_a})")
+    change_b = [line for line in table.splitlines() if line.startswith("| b |")]
+    check(change_b == ["| b | 64 → 256 | +0.1000 → +0.0500 | -0.0500 [-0.0500, -0.0500] | – | "
+                       "the variant gains ground |"], f"gaps.md: report b's change (got {change_b})")
+    write_comparisons(0.25)  # not the mean of summary.csv's seeds
+    check_error(script, folder, "is not the mean of summary.csv's paired seeds", "a stale comparisons.csv")
+
+
 def check_error(script, folder, needle, what, env=None):
     res = run(script, folder, "--out", os.path.join(folder, "plots"), env=env)
     lines = res.stderr.strip().splitlines()
@@ -399,6 +462,7 @@ def main():
     check_state_ladder(source, work)
     check_per_position(source, work)
     check_solve_curves(source, work)
+    check_gaps(source, work)
 
     empty = os.path.join(work, "empty")
     os.makedirs(empty)
