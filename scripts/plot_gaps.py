@@ -15,8 +15,9 @@ comparison used), checking that their mean is the one comparisons.csv holds.
 The change of a gap from the smallest x to the largest, Delta = mean d(x_max)
 - mean d(x_min), pairs nothing: the models at two widths are different
 models, seed numbers or not. Its 95 % interval is Welch's (unequal
-variances, Welch-Satterthwaite degrees of freedom); an interval that holds
-0 does not resolve whether the gap shrinks or grows.
+variances, Welch-Satterthwaite degrees of freedom), its p two-sided and
+Holm-adjusted over the reports; an adjusted p of 0.05 or more does not
+resolve whether the gap shrinks or grows.
 
 Writes STEM.md (a table per report, then the changes) and STEM.png /
 STEM.pdf: left, each variant's final test metric at its chosen rate against
@@ -36,7 +37,7 @@ import sys
 from collections import defaultdict
 
 import plot_style
-from plot_length import t_975
+from plot_length import t_975, t_central_mass
 from plot_style import InputError
 
 REPORT_HINT = " (run `attnlab summarize` on a sweep whose spec has a report)"
@@ -81,18 +82,30 @@ def seed_values(summary, keys, seeds, column, path, what):
 
 
 def welch(a, b):
-    """(mean(b) - mean(a), low, high, df): Welch's 95 % interval; low/high None when a side has < 2 values."""
+    """(mean(b) - mean(a), low, high, df, p): Welch's 95 % interval and two-sided p; low, high, p None when a
+    side has < 2 values (df None also when there is no spread: p is then 0 for a change, 1 for none)."""
     ma, mb = sum(a) / len(a), sum(b) / len(b)
     if len(a) < 2 or len(b) < 2:
-        return mb - ma, None, None, None
+        return mb - ma, None, None, None, None
     va = sum((x - ma) ** 2 for x in a) / (len(a) - 1) / len(a)
     vb = sum((x - mb) ** 2 for x in b) / (len(b) - 1) / len(b)
     se = math.sqrt(va + vb)
     if se == 0:
-        return mb - ma, mb - ma, mb - ma, None
+        return mb - ma, mb - ma, mb - ma, None, 0.0 if mb != ma else 1.0
     df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
     half = t_975(df) * se
-    return mb - ma, mb - ma - half, mb - ma + half, df
+    p = max(0.0, 1 - t_central_mass(abs(mb - ma) / se, df))
+    return mb - ma, mb - ma - half, mb - ma + half, df, p
+
+
+def holm(ps):
+    """Holm's step-down adjustment of a list of p (None stays None), in the input's order."""
+    order = sorted((p, i) for i, p in enumerate(ps) if p is not None)
+    out, running = list(ps), 0.0
+    for rank, (p, i) in enumerate(order):
+        running = max(running, min(1.0, (len(order) - rank) * p))
+        out[i] = running
+    return out
 
 
 def read_gaps(results_dir, key, metric):
@@ -165,28 +178,29 @@ def tables(reports, key, metric):
                          f"{p['verdict'] or '–'} | {by_seed} |")
         lines.append("")
         if len(points) >= 2:
-            first, last = points[0], points[-1]
-            delta, low, high, df = welch(first["gaps"], last["gaps"])
-            if low is None:
-                verdict = "no interval"
-            elif low > 0:
-                verdict = "the variant loses ground"
-            elif high < 0:
-                verdict = "the variant gains ground"
-            else:
-                verdict = "not resolved"
-            interval = f"[{fmt(low)}, {fmt(high)}]" if low is not None else "–"
-            changes.append(f"| {name} | {x_label(first['x'])} → {x_label(last['x'])} | {fmt(first['mean'])} → "
-                           f"{fmt(last['mean'])} | {fmt(delta)} {interval} | "
-                           f"{'–' if df is None else f'{df:.1f}'} | {verdict} |")
+            changes.append((name, points[0], points[-1]) + welch(points[0]["gaps"], points[-1]["gaps"]))
     if changes:
+        adjusted = holm([c[-1] for c in changes])
         lines += ["## The change from the smallest to the largest value", "",
                   f"Gap at the largest {key} minus the gap at the smallest, unpaired (different models): Welch's "
-                  "95 % interval. Positive: the variant does worse against the baseline at the largest value than at "
-                  "the smallest (loses ground); negative: it gains ground; either only when the interval excludes 0. "
-                  "The reading is the change's sign, not whether the change is within the margin.", "",
-                  "| report | from → to | gap | change [95 % CI] | df | reading |", "|---|---|---|---|---|---|"]
-        lines += changes + [""]
+                  "95 % interval (unadjusted) and two-sided p, Holm-adjusted over the reports of this table. "
+                  "Positive: the variant does worse against the baseline at the largest value than at the "
+                  "smallest (loses ground); negative: it gains ground; either only when the adjusted p is below "
+                  "0.05. The reading is the change's sign, not whether the change is within the margin.", "",
+                  "| report | from → to | gap | change [95 % CI] | df | p | p (Holm) | reading |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for (name, first, last, delta, low, high, df, p), p_adj in zip(changes, adjusted):
+            if p_adj is None:
+                reading = "no interval"
+            elif p_adj < 0.05:
+                reading = "the variant loses ground" if delta > 0 else "the variant gains ground"
+            else:
+                reading = "not resolved"
+            interval = f"[{fmt(low)}, {fmt(high)}]" if low is not None else "–"
+            lines.append(f"| {name} | {x_label(first['x'])} → {x_label(last['x'])} | {fmt(first['mean'])} → "
+                         f"{fmt(last['mean'])} | {fmt(delta)} {interval} | {'–' if df is None else f'{df:.1f}'} | "
+                         f"{p_cell(p)} | {p_cell(p_adj)} | {reading} |")
+        lines.append("")
     return "\n".join(lines)
 
 

@@ -379,8 +379,8 @@ def check_solve_curves(source, work):
 def check_gaps(source, work):
     """scripts/plot_gaps.py on a constructed sweep over model.d_model whose gaps and changes are known by hand:
     report "a" (norm against softmax): seeds 1-3 gaps 0.1, 0.2, 0.3 at width 64 and 0.3, 0.4, 0.5 at 256, so
-    the change is +0.2 with Welch's df 4 and half-width t(0.975, 4) * sqrt(0.01 / 3 * 2) = 0.2267 (not
-    resolved); report "b" (taylor 2 against exp, both with the norm): gaps 0.1 on every seed at 64 and 0.05 at
+    the change is +0.2 with Welch's df 4, half-width t(0.975, 4) * sqrt(0.01 / 3 * 2) = 0.2267 and p
+    P(|t_4| > 2.449) = 0.0705, Holm-adjusted 0.0705 (the larger of two p; not resolved); report "b" (taylor 2 against exp, both with the norm): gaps 0.1 on every seed at 64 and 0.05 at
     256, a change of -0.05 with no spread (the variant gains ground). Seed 0 (the selection seed) and a run at a
     rate that was not chosen stay out; a comparisons.csv whose mean is not summary.csv's is an error."""
     script = os.path.join(source, "scripts", "plot_gaps.py")
@@ -430,10 +430,10 @@ def check_gaps(source, work):
                          "| 256 | 3 | +0.4000 [+0.3000, +0.5000] | 0.5 | not resolved | +0.3000, +0.4000, +0.5000 |"],
           f"gaps.md: report a's rows, each seed's gap from summary.csv (got {rows_a[:2]})")
     change_a = [line for line in table.splitlines() if line.startswith("| a |")]
-    check(change_a == ["| a | 64 → 256 | +0.2000 → +0.4000 | +0.2000 [-0.0267, +0.4267] | 4.0 | not resolved |"],
-          f"gaps.md: report a's change, Welch by hand (got {change_a})")
+    check(change_a == ["| a | 64 → 256 | +0.2000 → +0.4000 | +0.2000 [-0.0267, +0.4267] | 4.0 | 0.0705 | 0.0705 | "
+                       "not resolved |"], f"gaps.md: report a's change, Welch by hand (got {change_a})")
     change_b = [line for line in table.splitlines() if line.startswith("| b |")]
-    check(change_b == ["| b | 64 → 256 | +0.1000 → +0.0500 | -0.0500 [-0.0500, -0.0500] | – | "
+    check(change_b == ["| b | 64 → 256 | +0.1000 → +0.0500 | -0.0500 [-0.0500, -0.0500] | – | 0 | 0 | "
                        "the variant gains ground |"], f"gaps.md: report b's change (got {change_b})")
     write_comparisons(0.25)  # not the mean of summary.csv's seeds
     check_error(script, folder, "is not the mean of summary.csv's paired seeds", "a stale comparisons.csv")
