@@ -73,7 +73,7 @@ def seed_values(summary, keys, seeds, column, path, what):
             continue
         seed = int(r["seed"])
         if seed in out:
-            raise InputError(f"{path}: two runs of {what} at seed {seed} match {keys}: the baseline is ambiguous")
+            raise InputError(f"{path}: two runs of {what} at seed {seed} match {keys}: {what} is ambiguous")
         label = variant_label(r)
         if r["status"] != "ok":
             continue
@@ -96,16 +96,6 @@ def welch(a, b):
     half = t_975(df) * se
     p = max(0.0, 1 - t_central_mass(abs(mb - ma) / se, df))
     return mb - ma, mb - ma - half, mb - ma + half, df, p
-
-
-def holm(ps):
-    """Holm's step-down adjustment of a list of p (None stays None), in the input's order."""
-    order = sorted((p, i) for i, p in enumerate(ps) if p is not None)
-    out, running = list(ps), 0.0
-    for rank, (p, i) in enumerate(order):
-        running = max(running, min(1.0, (len(order) - rank) * p))
-        out[i] = running
-    return out
 
 
 def read_gaps(results_dir, key, metric):
@@ -142,7 +132,7 @@ def read_gaps(results_dir, key, metric):
             "n": len(d), "gaps": d, "p_adjusted": r.get("p_adjusted", ""), "verdict": r.get("verdict", ""),
             "margin": float(r["margin"]) if r.get("margin") else None,
             "variant": v_label, "baseline": b_label,
-            "variant_values": v, "baseline_values": b, "family": r.get("family_size", "")})
+            "variant_values": v, "baseline_values": b})
     if not reports:
         raise InputError(f"{comparisons_path}: no {metric} comparison with a mean{REPORT_HINT}")
     for points in reports.values():
@@ -180,7 +170,11 @@ def tables(reports, key, metric):
         if len(points) >= 2:
             changes.append((name, points[0], points[-1]) + welch(points[0]["gaps"], points[-1]["gaps"]))
     if changes:
-        adjusted = holm([c[-1] for c in changes])
+        # Holm over the changes that have a p (a side with one seed has none)
+        tested = [k for k, c in enumerate(changes) if c[-1] is not None]
+        adjusted = [None] * len(changes)
+        for k, p_adj in zip(tested, plot_style.holm([changes[k][-1] for k in tested])):
+            adjusted[k] = p_adj
         lines += ["## The change from the smallest to the largest value", "",
                   f"Gap at the largest {key} minus the gap at the smallest, unpaired (different models): Welch's "
                   "95 % interval (unadjusted) and two-sided p, Holm-adjusted over the reports of this table. "

@@ -18,6 +18,7 @@ puts the script's folder on sys.path).
 - read_csv_rows(path, columns, hint) and number(path, row, key, kind): a CSV's rows, with one-line errors for a missing file, column or rows.
 - csv_and_stem(doc): the arguments of the benchmark plots (CSV [out.png]).
 - write_csv(path, columns, rows): a table the scripts write, atomically.
+- holm(ps): Holm's step-down adjustment of a family of p values.
 Standard library only until load_pyplot is called (read_csv_rows imports
 the attnlab package's reader).
 """
@@ -128,6 +129,16 @@ def write_csv(path, columns, rows):
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text.getvalue())
     os.replace(tmp, path)
+
+
+def holm(ps):
+    """Holm's step-down adjustment of the p values ps (a family), in ps's order."""
+    order = sorted(range(len(ps)), key=lambda i: ps[i])
+    out, running = [0.0] * len(ps), 0.0
+    for j, i in enumerate(order):
+        running = max(running, min(1.0, (len(ps) - j) * ps[i]))
+        out[i] = running
+    return out
 
 
 def baseline_keys(row):

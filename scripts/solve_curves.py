@@ -71,15 +71,6 @@ def median_step(times, events):
     return None if value == float("inf") else value
 
 
-def holm(ps):
-    order = sorted(range(len(ps)), key=lambda i: ps[i])
-    out, running = [0.0] * len(ps), 0.0
-    for j, i in enumerate(order):
-        running = max(running, min(1.0, (len(ps) - j) * ps[i]))
-        out[i] = running
-    return out
-
-
 def arms_by_stratum(runs, swept, baseline, match, kind):
     """{stratum name: {arm name: [(step, solved), ...]}} and the baseline arm's name per stratum."""
     by_stratum = sweep_runs.group_by(runs, lambda r: sweep_runs.describe(r, match) or "all runs")
@@ -117,7 +108,7 @@ def compare(strata, base_names):
                          median_step(t0, e0), r.observed_minus_expected, r.chi2, r.p_asymptotic, r.p_permutation,
                          r.splits, r.exact])
     ps = [row[12] if row[12] is not None else 1.0 for row in rows]
-    return [row + [p] for row, p in zip(rows, holm(ps))]
+    return [row + [p] for row, p in zip(rows, plot_style.holm(ps))]
 
 
 def by_step(strata):
